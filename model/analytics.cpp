@@ -1,0 +1,166 @@
+// Analytic counts for a LoRA workload. See docs/cost-model.md for the derivations.
+#include "model/analytics.h"
+
+namespace lorasim::model {
+
+std::vector<Projection> block_projections(const Architecture& a) {
+  return {{Target::q, a.hidden_size, a.q_dim()},
+          {Target::k, a.hidden_size, a.kv_dim()},
+          {Target::v, a.hidden_size, a.kv_dim()},
+          {Target::o, a.q_dim(), a.hidden_size},
+          {Target::gate, a.hidden_size, a.intermediate_size},
+          {Target::up, a.hidden_size, a.intermediate_size},
+          {Target::down, a.intermediate_size, a.hidden_size}};
+}
+
+ParamCounts count_params(const Architecture& a, const LoraSpec& lora) {
+  ParamCounts c;
+  c.embedding = a.vocab_size * a.hidden_size;
+  c.lm_head = a.tie_embeddings ? 0 : a.vocab_size * a.hidden_size;
+  int64_t layer = 2 * a.hidden_size;  // input and post-attention RMSNorm weights
+  if (a.qk_norm) layer += 2 * a.head_dim;
+  if (a.attention_bias) layer += a.q_dim() + 2 * a.kv_dim();
+  for (const auto& p : block_projections(a)) {
+    layer += p.in_features * p.out_features;
+    if (lora.has(p.target)) {
+      c.lora_per_layer += lora.rank * (p.in_features + p.out_features);
+      c.lora_tensors += 2 * a.num_layers;
+    }
+  }
+  c.per_layer = layer;
+  c.final_norm = a.hidden_size;
+  c.base = c.embedding + c.lm_head + a.num_layers * c.per_layer + c.final_norm;
+  c.trainable = a.num_layers * c.lora_per_layer;
+  return c;
+}
+
+Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch) {
+  const Architecture& a = w.arch;
+  const double n = static_cast<double>(micro_batch) * w.train.seq_len;  // tokens
+  const double s = static_cast<double>(w.train.seq_len);
+  const double L = static_cast<double>(a.num_layers);
+  // Forward passes through the blocks: one, or two when checkpointing recomputes them.
+  const double fwd_passes = w.train.grad_ckpt ? 2.0 : 1.0;
+
+  double frozen_weights = 0, lora_width = 0;  // per block
+  for (const auto& p : block_projections(a)) {
+    frozen_weights += static_cast<double>(p.in_features) * p.out_features;
+    if (w.lora.has(p.target)) lora_width += static_cast<double>(p.in_features + p.out_features);
+  }
+  Flops f;
+  // Frozen GEMM: forward 2nW per pass, backward input gradient 2nW, no weight gradient.
+  const double head = static_cast<double>(a.vocab_size) * a.hidden_size;
+  f.gemm = L * (2 * fwd_passes + 2) * n * frozen_weights + 4 * n * head;
+  // LoRA x A^T B^T: forward 2nr(in+out) per pass; backward 4nr(in+out) (input and weight grads).
+  f.lora = L * (2 * fwd_passes + 4) * n * w.lora.rank * lora_width;
+  // Attention: QK^T and PV are 2*b*H*s*s*d each forward; backward is twice the forward.
+  const double attn_fwd = 4.0 * micro_batch * a.num_heads * s * s * a.head_dim;
+  f.attention = L * (fwd_passes + 2) * attn_fwd;
+  return f;
+}
+
+StaticMemory static_memory(const Workload& w) {
+  const ParamCounts c = count_params(w.arch, w.lora);
+  StaticMemory m;
+  m.weights_bytes = c.base * bytes_per_element(w.train.precision);
+  m.adapter_bytes = c.trainable * 4;
+  m.gradient_bytes = c.trainable * 4;
+  m.optimizer_bytes = c.trainable * 8;
+  return m;
+}
+
+namespace {
+
+// Elements one block saves for backward per token (in the compute precision), and fp32
+// scalars per token (RMSNorm reciprocal RMS, attention log-sum-exp). Follows calibrate/'s
+// block: two RMSNorms saving input and output, q/k norms, RoPE outputs, attention output
+// and its contiguous copy for o_proj, SwiGLU's gate, up, silu(gate) and product, and the
+// rank-r output of every adapter's A.
+struct BlockSaved {
+  double elements;
+  double fp32_scalars;
+};
+
+BlockSaved block_saved_per_token(const Workload& w) {
+  const Architecture& a = w.arch;
+  const double h = static_cast<double>(a.hidden_size), i = static_cast<double>(a.intermediate_size);
+  const double qd = static_cast<double>(a.q_dim()), kvd = static_cast<double>(a.kv_dim());
+  double e = 4 * h;                // two norms: input and normalised output each
+  e += 3 * qd + 2 * kvd;           // rotated q, k; v; attention output; its copy for o_proj
+  if (a.qk_norm) e += qd + kvd;    // inputs of the q/k norms
+  e += 4 * i;                      // gate, up, silu(gate), silu(gate)*up
+  e += static_cast<double>(w.lora.rank) * static_cast<double>(w.lora.targets.size());
+  double f32 = 2 + static_cast<double>(a.num_heads);  // two norm rstd, per-head log-sum-exp
+  if (a.qk_norm) f32 += static_cast<double>(a.num_heads + a.num_kv_heads);
+  return {e, f32};
+}
+
+}  // namespace
+
+ActivationMemory activation_memory(const Workload& w, int64_t micro_batch) {
+  const Architecture& a = w.arch;
+  const double eb = static_cast<double>(bytes_per_element(w.train.precision));
+  const double s = static_cast<double>(w.train.seq_len);
+  const double n = static_cast<double>(micro_batch) * s;
+  const double L = static_cast<double>(a.num_layers);
+  const BlockSaved blk = block_saved_per_token(w);
+  const double block_bytes_per_token = blk.elements * eb + blk.fp32_scalars * 4;
+  // Embedding output, final norm input and output.
+  const double outer_per_token = 3.0 * a.hidden_size * eb;
+  const double scores_per_block = static_cast<double>(micro_batch) * a.num_heads * s * s * eb;
+
+  ActivationMemory m;
+  if (w.train.grad_ckpt) {
+    // Each block keeps only its input; one block at a time is recomputed in full.
+    m.saved_bytes = n * (L * a.hidden_size * eb + block_bytes_per_token + outer_per_token);
+    m.attention_score_bytes = scores_per_block;
+  } else {
+    m.saved_bytes = n * (L * block_bytes_per_token + outer_per_token);
+    m.attention_score_bytes = L * scores_per_block;
+  }
+  // Logits in the compute precision, an fp32 copy for the loss (none when already fp32),
+  // fp32 log-softmax saved for backward, its fp32 gradient and the gradient cast back.
+  const double upcast = eb == 4 ? 0.0 : 4.0;
+  m.logits_bytes = n * static_cast<double>(a.vocab_size) * (eb + upcast + 4 + 4 + eb);
+  return m;
+}
+
+double memory_bound_bytes(const Workload& w, int64_t micro_batch) {
+  const Architecture& a = w.arch;
+  const double eb = static_cast<double>(bytes_per_element(w.train.precision));
+  const double n = static_cast<double>(micro_batch) * w.train.seq_len;
+  const double h = static_cast<double>(a.hidden_size), i = static_cast<double>(a.intermediate_size);
+  const double qd = static_cast<double>(a.q_dim()), kvd = static_cast<double>(a.kv_dim());
+  // Elements read + written per token per block, forward and backward together:
+  // norms 12h, residual adds 6h, RoPE 4(q+kv), q/k norms 6(q+kv), SwiGLU 10i,
+  // attention layout copies 4q, LoRA scale-and-add 6 x out per adapter.
+  double fwd_bwd = 18 * h + 4 * (qd + kvd) + 10 * i + 4 * qd;
+  if (a.qk_norm) fwd_bwd += 6 * (qd + kvd);
+  for (const auto& p : block_projections(a))
+    if (w.lora.has(p.target)) fwd_bwd += 6.0 * static_cast<double>(p.out_features);
+  // Recompute repeats the forward share, about a third of the traffic.
+  const double ckpt = w.train.grad_ckpt ? 4.0 / 3.0 : 1.0;
+  const double blocks = static_cast<double>(a.num_layers) * fwd_bwd * ckpt * eb;
+  // Cross-entropy over the vocabulary: cast, log-softmax, its gradient (fp32).
+  const double loss = static_cast<double>(a.vocab_size) * (2 * eb + 16);
+  return n * (blocks + loss);
+}
+
+double host_ops_per_micro_batch(const Workload& w) {
+  const Architecture& a = w.arch;
+  // Forward operators of one block in calibrate/'s implementation: two RMSNorms (8 each),
+  // seven projections, head reshapes (6), RoPE (14), attention (3), output reshape (2),
+  // residual adds (2), SwiGLU (2); q/k norms 16 more; each adapter 6 (two casts, two
+  // matmuls, scale, add).
+  double fwd = 16 + 7 + 6 + 14 + 3 + 2 + 2 + 2;
+  if (a.qk_norm) fwd += 16;
+  fwd += 6.0 * static_cast<double>(w.lora.targets.size());
+  // Backward dispatches about 1.5 operators per forward operator; checkpointing adds a
+  // second forward.
+  const double per_block = fwd * (w.train.grad_ckpt ? 3.5 : 2.5);
+  // Embedding, final norm, LM head, loss, and the accumulation bookkeeping.
+  const double outer = (1 + 8 + 1 + 6) * 2.5;
+  return static_cast<double>(a.num_layers) * per_block + outer;
+}
+
+}  // namespace lorasim::model

@@ -1,0 +1,72 @@
+// What follows analytically from a workload: parameter counts, FLOPs, bytes, operator
+// counts and memory terms. Exact where the maths is exact (parameters, FLOPs, static
+// bytes); activation and traffic terms describe lorasim's reference implementation
+// (calibrate/) and are scaled by fitted coefficients in the cost model.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "model/workload.h"
+
+namespace lorasim::model {
+
+/// One linear projection of a decoder block: y = x W^T, W is out x in.
+struct Projection {
+  Target target;
+  int64_t in_features;
+  int64_t out_features;
+};
+/// The seven projections of one block of `arch`, in kAllTargets order.
+std::vector<Projection> block_projections(const Architecture& arch);
+
+struct ParamCounts {
+  int64_t embedding = 0;       ///< vocab x hidden
+  int64_t lm_head = 0;         ///< 0 when tied to the embedding
+  int64_t per_layer = 0;       ///< frozen parameters of one decoder block
+  int64_t final_norm = 0;      ///< the last RMSNorm
+  int64_t base = 0;            ///< all frozen parameters
+  int64_t lora_per_layer = 0;  ///< adapter parameters of one block
+  int64_t trainable = 0;       ///< all adapter parameters
+  int64_t lora_tensors = 0;    ///< adapter tensors (A and B per adapted projection)
+};
+ParamCounts count_params(const Architecture& arch, const LoraSpec& lora);
+
+/// Floating-point operations of one forward + backward pass over a micro-batch
+/// (one multiply-add = 2 FLOPs). Frozen weights get no weight gradient; with gradient
+/// checkpointing each block's forward runs twice.
+struct Flops {
+  double gemm = 0;       ///< frozen projections and the LM head
+  double lora = 0;       ///< adapter matmuls (forward, input and weight gradients)
+  double attention = 0;  ///< Q K^T and P V over the full s x s square, forward and backward
+  double total() const { return gemm + lora + attention; }
+};
+Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch);
+
+/// Memory that does not depend on the micro-batch.
+struct StaticMemory {
+  int64_t weights_bytes = 0;    ///< frozen base weights in the training precision
+  int64_t adapter_bytes = 0;    ///< fp32 adapter weights
+  int64_t gradient_bytes = 0;   ///< fp32 adapter gradients
+  int64_t optimizer_bytes = 0;  ///< AdamW: two fp32 moments per trainable parameter
+  int64_t total() const { return weights_bytes + adapter_bytes + gradient_bytes + optimizer_bytes; }
+};
+StaticMemory static_memory(const Workload& w);
+
+/// Memory that grows with the micro-batch: what autograd saves for backward, and the
+/// transient logits/loss buffers. Bytes for the whole micro-batch.
+struct ActivationMemory {
+  double saved_bytes = 0;            ///< tensors saved for backward across all blocks
+  double attention_score_bytes = 0;  ///< b x heads x s x s scores, kept only by unfused attention
+  double logits_bytes = 0;           ///< logits, their fp32 copy, log-softmax and gradients
+};
+ActivationMemory activation_memory(const Workload& w, int64_t micro_batch);
+
+/// Bytes that memory-bound operators (norms, RoPE, SwiGLU, residuals, LoRA scaling,
+/// softmax/cross-entropy) read and write in one forward + backward.
+double memory_bound_bytes(const Workload& w, int64_t micro_batch);
+
+/// Operators the host dispatches for one micro-batch (forward, backward and, with
+/// checkpointing, recompute). Independent of the micro-batch size.
+double host_ops_per_micro_batch(const Workload& w);
+
+}  // namespace lorasim::model

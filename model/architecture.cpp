@@ -1,0 +1,93 @@
+// Architecture validation and the built-in presets.
+// Figures are those of each model's published config.json on the Hugging Face Hub.
+#include "model/architecture.h"
+
+#include "model/error.h"
+
+namespace lorasim::model {
+
+void Architecture::validate() const {
+  auto need_positive = [&](int64_t v, const char* field) {
+    if (v <= 0)
+      throw InputError("model '" + name + "': " + field + " must be positive, got " +
+                       std::to_string(v));
+  };
+  need_positive(hidden_size, "hidden_size");
+  need_positive(intermediate_size, "intermediate_size");
+  need_positive(num_layers, "num_hidden_layers");
+  need_positive(num_heads, "num_attention_heads");
+  need_positive(num_kv_heads, "num_key_value_heads");
+  need_positive(head_dim, "head_dim");
+  need_positive(vocab_size, "vocab_size");
+  if (num_heads % num_kv_heads != 0)
+    throw InputError("model '" + name + "': num_attention_heads (" + std::to_string(num_heads) +
+                     ") must be a multiple of num_key_value_heads (" +
+                     std::to_string(num_kv_heads) + ")");
+  if (head_dim % 2 != 0)
+    throw InputError("model '" + name + "': head_dim must be even for RoPE, got " +
+                     std::to_string(head_dim));
+}
+
+namespace {
+
+Architecture make(const char* name, int64_t hidden, int64_t inter, int64_t layers, int64_t heads,
+                  int64_t kv, int64_t head_dim, int64_t vocab, bool tied, bool qk_norm,
+                  double theta, double eps) {
+  Architecture a;
+  a.name = name;
+  a.hidden_size = hidden;
+  a.intermediate_size = inter;
+  a.num_layers = layers;
+  a.num_heads = heads;
+  a.num_kv_heads = kv;
+  a.head_dim = head_dim;
+  a.vocab_size = vocab;
+  a.tie_embeddings = tied;
+  a.qk_norm = qk_norm;
+  a.rope_theta = theta;
+  a.rms_norm_eps = eps;
+  return a;
+}
+
+}  // namespace
+
+const std::vector<Architecture>& presets() {
+  //                      name            hidden inter  layers heads kv hdim vocab   tied  qk_norm theta  eps
+  static const std::vector<Architecture> all = {
+      make("qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, true, true, 1e6, 1e-6),
+      make("qwen3-1.7b", 2048, 6144, 28, 16, 8, 128, 151936, true, true, 1e6, 1e-6),
+      make("qwen3-4b", 2560, 9728, 36, 32, 8, 128, 151936, true, true, 1e6, 1e-6),
+      make("qwen3-8b", 4096, 12288, 36, 32, 8, 128, 151936, false, true, 1e6, 1e-6),
+      make("llama-3.2-1b", 2048, 8192, 16, 32, 8, 64, 128256, true, false, 5e5, 1e-5),
+      make("llama-3.2-3b", 3072, 8192, 28, 24, 8, 128, 128256, true, false, 5e5, 1e-5),
+      make("llama-3.1-8b", 4096, 14336, 32, 32, 8, 128, 128256, false, false, 5e5, 1e-5),
+      make("mistral-7b", 4096, 14336, 32, 32, 8, 128, 32000, false, false, 1e4, 1e-5),
+      // Not a published model: a Qwen3-shaped toy small enough for CPU demos and CI.
+      make("tiny", 64, 176, 2, 4, 2, 16, 512, true, true, 1e4, 1e-6),
+  };
+  return all;
+}
+
+const Architecture& preset(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& a : presets()) {
+    if (a.name == name) return a;
+    names.push_back(a.name);
+  }
+  std::string msg = "unknown model '" + name + "'";
+  const std::string near = nearest_name(name, names);
+  if (!near.empty()) msg += ", did you mean '" + near + "'?";
+  msg += " (see `lorasim models`, or pass --model-config path/to/config.json)";
+  throw InputError(msg);
+}
+
+Architecture truncated(const Architecture& arch, int64_t num_layers) {
+  if (num_layers <= 0 || num_layers > arch.num_layers)
+    throw InputError("cannot truncate '" + arch.name + "' to " + std::to_string(num_layers) +
+                     " layers (it has " + std::to_string(arch.num_layers) + ")");
+  Architecture t = arch;
+  t.num_layers = num_layers;
+  return t;
+}
+
+}  // namespace lorasim::model

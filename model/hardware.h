@@ -1,0 +1,64 @@
+// The cost model's view of a device: datasheet figures plus fitted coefficients.
+// hwprofiles/ reads and writes these from TOML; calibrate/ fits them.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "model/workload.h"
+
+namespace lorasim::model {
+
+/// How host dispatch and device work combine within a micro-batch.
+enum class Overlap {
+  max,  ///< asynchronous device (CUDA): the slower of the two sets the pace
+  sum,  ///< synchronous device (CPU): host and compute time add
+};
+
+/// Step-time coefficients (see docs/cost-model.md for the equations).
+struct TimeCoefficients {
+  double host_fixed_s = 0;          ///< host time per micro-batch, independent of size
+  double host_per_op_s = 0;         ///< host time per dispatched operator
+  double device_fixed_s = 0;        ///< device time per micro-batch, independent of size
+  double gemm_tflops = 1;           ///< asymptotic GEMM rate, TFLOP/s
+  double gemm_half_tokens = 0;      ///< tokens at which GEMMs reach half that rate (Hockney n_1/2)
+  double attention_tflops = 1;      ///< attention rate, TFLOP/s
+  double memory_gbps = 1;           ///< effective bandwidth of memory-bound operators, GB/s
+  double per_kernel_s = 0;          ///< device time floor per operator
+  double optimizer_fixed_s = 0;     ///< AdamW step + zero_grad, fixed part
+  double optimizer_per_tensor_s = 0;  ///< per adapter tensor (per-tensor kernel launches)
+  double optimizer_per_param_s = 0;   ///< per trainable parameter (bandwidth of the update)
+};
+
+/// Peak-memory coefficients: multipliers on the analytic terms of model/analytics.h.
+struct MemoryCoefficients {
+  double saved_scale = 1;            ///< x analytic saved activations
+  double attention_score_scale = 0;  ///< x b*H*s*s scores (0 with fused attention)
+  double logits_scale = 1;           ///< x analytic logits/loss buffers
+  double workspace_bytes = 0;        ///< allocator-visible constant (library workspaces, tables)
+  double reserved_scale = 1;         ///< caching allocator: reserved = scale * allocated + overhead
+  double reserved_overhead_bytes = 0;
+  double context_bytes = 0;          ///< device memory outside the allocator (CUDA context, kernels)
+};
+
+struct HardwareModel {
+  std::string name;                  ///< short name: "h200", "cpu"
+  std::string display_name;          ///< "NVIDIA H200 SXM 141GB"
+  int64_t memory_bytes = 0;          ///< total device memory
+  bool bf16_supported = true;
+  double peak_bf16_tflops = 0;       ///< dense tensor-core peak, datasheet
+  double peak_fp16_tflops = 0;
+  double peak_fp32_tflops = 0;       ///< plain fp32 (no TF32)
+  double hbm_bandwidth_gbps = 0;     ///< datasheet memory bandwidth
+  Precision coefficients_precision = Precision::bf16;  ///< precision the rates were fitted in
+  Overlap overlap = Overlap::max;
+  TimeCoefficients time;
+  MemoryCoefficients memory;
+  bool calibrated = false;           ///< fitted from measurements (true) or a datasheet prior
+  double expected_time_error = 0.5;  ///< typical relative step-time error of these coefficients
+  double expected_memory_error = 0.2;  ///< typical relative peak-memory error
+
+  /// Datasheet peak for `p`, TFLOP/s (0 when unknown).
+  double peak_tflops(Precision p) const;
+};
+
+}  // namespace lorasim::model

@@ -1,0 +1,68 @@
+// LoRA target parsing.
+#include "model/lora.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "model/error.h"
+
+namespace lorasim::model {
+
+const char* target_name(Target t) {
+  switch (t) {
+    case Target::q: return "q";
+    case Target::k: return "k";
+    case Target::v: return "v";
+    case Target::o: return "o";
+    case Target::gate: return "gate";
+    case Target::up: return "up";
+    case Target::down: return "down";
+  }
+  return "?";
+}
+
+bool LoraSpec::has(Target t) const {
+  return std::find(targets.begin(), targets.end(), t) != targets.end();
+}
+
+std::string LoraSpec::targets_string() const {
+  std::string s;
+  for (Target t : targets) s += (s.empty() ? "" : ",") + std::string(target_name(t));
+  return s;
+}
+
+std::vector<Target> parse_targets(const std::string& text) {
+  std::vector<bool> chosen(kAllTargets.size(), false);
+  std::stringstream ss(text);
+  std::string item;
+  bool any = false;
+  while (std::getline(ss, item, ',')) {
+    item.erase(std::remove_if(item.begin(), item.end(), ::isspace), item.end());
+    if (item.empty()) continue;
+    if (item == "all" || item == "all-linear") {
+      std::fill(chosen.begin(), chosen.end(), true);
+      any = true;
+      continue;
+    }
+    // Accept PEFT's module names too: q_proj, gate_proj, ...
+    std::string key = item;
+    if (key.size() > 5 && key.compare(key.size() - 5, 5, "_proj") == 0) key.resize(key.size() - 5);
+    bool found = false;
+    for (size_t i = 0; i < kAllTargets.size(); ++i) {
+      if (key == target_name(kAllTargets[i])) {
+        chosen[i] = true;
+        found = any = true;
+      }
+    }
+    if (!found)
+      throw InputError("unknown LoRA target '" + item +
+                       "': allowed are q, k, v, o, gate, up, down (or q_proj, ...), or all");
+  }
+  if (!any) throw InputError("--lora-targets is empty: name at least one of q,k,v,o,gate,up,down");
+  std::vector<Target> out;
+  for (size_t i = 0; i < kAllTargets.size(); ++i)
+    if (chosen[i]) out.push_back(kAllTargets[i]);
+  return out;
+}
+
+}  // namespace lorasim::model

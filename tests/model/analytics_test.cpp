@@ -1,0 +1,96 @@
+// Exact checks of the analytic counts against hand-derived values.
+#include "model/analytics.h"
+
+#include <gtest/gtest.h>
+
+#include "model/architecture.h"
+
+using namespace lorasim::model;
+
+namespace {
+Workload workload(const std::string& preset_name, int64_t seq_len = 512) {
+  Workload w;
+  w.arch = preset(preset_name);
+  w.train.seq_len = seq_len;
+  return w;
+}
+}  // namespace
+
+TEST(AnalyticsTest, Qwen3_1_7bBaseParametersMatchPublishedCount) {
+  const ParamCounts c = count_params(preset("qwen3-1.7b"), LoraSpec{});
+  EXPECT_EQ(c.base, 1'720'574'976);
+  EXPECT_EQ(c.lm_head, 0);  // tied embeddings
+}
+
+TEST(AnalyticsTest, Qwen3_1_7bDefaultLoraTrainableParameters) {
+  const ParamCounts c = count_params(preset("qwen3-1.7b"), LoraSpec{});
+  EXPECT_EQ(c.trainable, 17'432'576);
+  EXPECT_EQ(c.lora_tensors, 28 * 7 * 2);
+}
+
+TEST(AnalyticsTest, UntiedHeadAddsVocabTimesHidden) {
+  const ParamCounts c = count_params(preset("qwen3-8b"), LoraSpec{});
+  EXPECT_EQ(c.lm_head, 151936LL * 4096);
+  EXPECT_EQ(c.base, c.embedding + c.lm_head + 36 * c.per_layer + 4096);
+}
+
+TEST(AnalyticsTest, LoraTrainableScalesWithRankAndTargets) {
+  LoraSpec lora;
+  lora.rank = 8;
+  lora.targets = {Target::q, Target::v};
+  const ParamCounts c = count_params(preset("llama-3.2-1b"), lora);
+  // q: 8*(2048+2048), v: 8*(2048+512) per layer, 16 layers.
+  EXPECT_EQ(c.trainable, 16 * (8 * (2048 + 2048) + 8 * (2048 + 512)));
+  EXPECT_EQ(c.lora_tensors, 16 * 2 * 2);
+}
+
+TEST(AnalyticsTest, GemmFlopsAreFourTimesTokensTimesWeightsWithoutCheckpointing) {
+  Workload w = workload("tiny", 32);
+  const Flops f = flops_per_micro_batch(w, 3);
+  const double n = 3 * 32;
+  const double block = 64.0 * 64 + 64.0 * 32 * 2 + 64.0 * 64 + 3 * 64.0 * 176;  // q,k,v,o,gate,up,down
+  EXPECT_DOUBLE_EQ(f.gemm, 2 * 4 * n * block + 4 * n * 512 * 64);
+  // LoRA: 6 n r (in + out) per adapter.
+  const double widths = (64 + 64) + 2 * (64 + 32) + (64 + 64) + 2 * (64 + 176) + (176 + 64);
+  EXPECT_DOUBLE_EQ(f.lora, 2 * 6 * n * 16 * widths);
+  // Attention: 12 b H s^2 d per block.
+  EXPECT_DOUBLE_EQ(f.attention, 2 * 12.0 * 3 * 4 * 32 * 32 * 16);
+}
+
+TEST(AnalyticsTest, CheckpointingAddsOneForwardPass) {
+  Workload w = workload("qwen3-0.6b", 256);
+  const Flops plain = flops_per_micro_batch(w, 2);
+  w.train.grad_ckpt = true;
+  const Flops ckpt = flops_per_micro_batch(w, 2);
+  const double head = 4.0 * 2 * 256 * 151936 * 1024;
+  EXPECT_DOUBLE_EQ((ckpt.gemm - head) / (plain.gemm - head), 6.0 / 4.0);
+  EXPECT_DOUBLE_EQ(ckpt.lora / plain.lora, 8.0 / 6.0);
+  EXPECT_DOUBLE_EQ(ckpt.attention / plain.attention, 4.0 / 3.0);
+}
+
+TEST(AnalyticsTest, StaticMemoryTerms) {
+  Workload w = workload("qwen3-1.7b");
+  const StaticMemory m = static_memory(w);
+  EXPECT_EQ(m.weights_bytes, 1'720'574'976LL * 2);
+  EXPECT_EQ(m.adapter_bytes, 17'432'576LL * 4);
+  EXPECT_EQ(m.gradient_bytes, 17'432'576LL * 4);
+  EXPECT_EQ(m.optimizer_bytes, 17'432'576LL * 8);
+  w.train.precision = Precision::fp32;
+  EXPECT_EQ(static_memory(w).weights_bytes, 1'720'574'976LL * 4);
+}
+
+TEST(AnalyticsTest, LogitsBytesPerTokenInBf16) {
+  Workload w = workload("qwen3-1.7b");
+  const ActivationMemory a = activation_memory(w, 4);
+  // bf16 logits + fp32 copy + fp32 log-softmax + fp32 grad + bf16 grad = 16 bytes per entry.
+  EXPECT_DOUBLE_EQ(a.logits_bytes, 4.0 * 512 * 151936 * 16);
+}
+
+TEST(AnalyticsTest, ActivationsGrowLinearlyWithMicroBatch) {
+  Workload w = workload("llama-3.2-3b", 1024);
+  const ActivationMemory a1 = activation_memory(w, 1), a4 = activation_memory(w, 4);
+  EXPECT_DOUBLE_EQ(a4.saved_bytes, 4 * a1.saved_bytes);
+  EXPECT_DOUBLE_EQ(a4.logits_bytes, 4 * a1.logits_bytes);
+  w.train.grad_ckpt = true;
+  EXPECT_LT(activation_memory(w, 4).saved_bytes, a4.saved_bytes / 4);
+}
