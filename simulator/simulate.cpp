@@ -1,0 +1,108 @@
+// Split enumeration, memory filtering and ranking.
+#include "simulator/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "model/cost_model.h"
+#include "model/error.h"
+
+namespace lorasim::sim {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> low, high;
+  for (int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    low.push_back(d);
+    if (d != n / d) high.push_back(n / d);
+  }
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
+}
+
+namespace {
+
+void validate(const Request& r) {
+  if (r.effective_batch < 1)
+    throw InputError("--effective-batch must be a positive number of sequences, got " +
+                     std::to_string(r.effective_batch));
+  if (r.steps < 1) throw InputError("--steps must be at least 1, got " + std::to_string(r.steps));
+  if (r.memory_limit_bytes < 0)
+    throw InputError("--memory-limit must be positive, got " + std::to_string(r.memory_limit_bytes));
+  if (!(r.safety_margin >= 0 && r.safety_margin < 1))
+    throw InputError("--safety-margin must be a fraction in [0, 1), got " + std::to_string(r.safety_margin));
+  if (r.workload.train.precision == model::Precision::bf16 && !r.hardware.bf16_supported)
+    throw InputError("the " + r.hardware.display_name +
+                     " has no bf16 support: use --precision fp16 (or fp32)");
+  r.workload.validate();
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
+  return buf;
+}
+
+}  // namespace
+
+Result simulate(const Request& r) {
+  validate(r);
+  const model::CostModel cost(r.workload, r.hardware);
+  const double tokens_per_step = static_cast<double>(r.effective_batch) * r.workload.train.seq_len;
+
+  Result out;
+  out.memory_limit_bytes = static_cast<double>(r.memory_limit_bytes > 0 ? r.memory_limit_bytes
+                                                                         : r.hardware.memory_bytes);
+  out.usable_memory_bytes =
+      out.memory_limit_bytes * (1 - r.safety_margin) - r.hardware.memory.context_bytes;
+
+  for (int64_t b : divisors(r.effective_batch)) {
+    Split s;
+    s.micro_batch = b;
+    s.accumulation = r.effective_batch / b;
+    const model::MicroBatchTime t = cost.micro_batch(b);
+    s.micro_batch_time_s = t.total_s;
+    s.host_time_s = t.host_s;
+    s.device_time_s = t.device_s;
+    s.host_bound = t.host_s > t.device_s;
+    s.optimizer_time_s = cost.optimizer_step_s();
+    s.step_time_s = static_cast<double>(s.accumulation) * t.total_s + s.optimizer_time_s;
+    s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
+    s.tokens_per_s = tokens_per_step / s.step_time_s;
+    const model::MemoryEstimate m = cost.memory(b);
+    s.peak_allocated_bytes = m.peak_allocated_bytes;
+    s.peak_reserved_bytes = m.peak_reserved_bytes;
+    s.fits = m.peak_reserved_bytes <= out.usable_memory_bytes;
+    out.splits.push_back(s);
+  }
+
+  std::vector<size_t> order;
+  for (size_t i = 0; i < out.splits.size(); ++i)
+    if (out.splits[i].fits) order.push_back(i);
+  // Fastest first; on equal time the larger accumulation (smaller memory) wins.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return out.splits[a].step_time_s < out.splits[b].step_time_s;
+  });
+  for (size_t k = 0; k < order.size(); ++k) out.splits[order[k]].rank = static_cast<int>(k + 1);
+  if (!order.empty()) out.recommended = order.front();
+
+  if (!r.hardware.calibrated)
+    out.notes.push_back("profile '" + r.hardware.name +
+                        "' is a datasheet prior, not a calibration: step times may be off by ~" +
+                        percent(r.hardware.expected_time_error) + " and memory by ~" +
+                        percent(r.hardware.expected_memory_error) +
+                        " (run `lorasim calibrate` on this GPU for a calibrated profile)");
+  if (r.workload.train.precision != r.hardware.coefficients_precision)
+    out.notes.push_back(std::string("profile rates were fitted in ") +
+                        model::precision_name(r.hardware.coefficients_precision) + "; " +
+                        model::precision_name(r.workload.train.precision) +
+                        " times are scaled by the datasheet peak ratio");
+  if (!out.recommended)
+    out.notes.push_back("no split fits in " + std::to_string(static_cast<int64_t>(out.usable_memory_bytes / (1 << 20))) +
+                        " MiB usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
+                        "or a GPU with more memory");
+  return out;
+}
+
+}  // namespace lorasim::sim

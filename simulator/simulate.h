@@ -1,0 +1,54 @@
+// The simulator: every micro-batch x accumulation split of an effective batch, each with
+// predicted step time and peak memory, filtered by the memory limit, ranked, recommended.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/hardware.h"
+#include "model/workload.h"
+
+namespace lorasim::sim {
+
+struct Request {
+  model::Workload workload;
+  model::HardwareModel hardware;
+  int64_t effective_batch = 1;     ///< B = micro_batch x accumulation
+  int64_t steps = 100;             ///< optimizer steps for the run-time column
+  int64_t memory_limit_bytes = 0;  ///< 0: the device's memory
+  double safety_margin = 0.05;     ///< fraction of the limit kept free for fragmentation and spikes
+};
+
+struct Split {
+  int64_t micro_batch = 0;     ///< b, HF per_device_train_batch_size
+  int64_t accumulation = 0;    ///< a, HF gradient_accumulation_steps
+  double micro_batch_time_s = 0;
+  double host_time_s = 0;      ///< host dispatch per micro-batch
+  double device_time_s = 0;    ///< device execution per micro-batch
+  double optimizer_time_s = 0;
+  double step_time_s = 0;      ///< a * micro_batch_time_s + optimizer_time_s
+  double run_time_s = 0;       ///< steps * step_time_s
+  double tokens_per_s = 0;
+  double peak_allocated_bytes = 0;
+  double peak_reserved_bytes = 0;
+  bool fits = false;           ///< peak reserved + context within the usable memory
+  bool host_bound = false;     ///< host dispatch, not the device, sets the pace
+  int rank = 0;                ///< 1 = fastest split that fits; 0 = does not fit
+};
+
+struct Result {
+  std::vector<Split> splits;           ///< ascending micro-batch
+  std::optional<size_t> recommended;   ///< index into splits of the fastest that fits
+  double memory_limit_bytes = 0;       ///< the limit applied
+  double usable_memory_bytes = 0;      ///< limit less margin and the device context
+  std::vector<std::string> notes;      ///< caveats the user should see (prior profile, ...)
+};
+
+/// All b with b * a = B, ascending.
+std::vector<int64_t> divisors(int64_t effective_batch);
+
+/// Throws InputError for an invalid request (B < 1, steps < 1, bf16 on a GPU without it, ...).
+Result simulate(const Request& request);
+
+}  // namespace lorasim::sim

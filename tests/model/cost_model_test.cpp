@@ -1,0 +1,101 @@
+// Properties and exact identities of the cost model.
+#include "model/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "model/analytics.h"
+#include "model/architecture.h"
+#include "tests/model/test_hardware.h"
+
+using namespace lorasim::model;
+using lorasim::testing::test_gpu;
+
+namespace {
+Workload qwen(int64_t seq_len = 512) {
+  Workload w;
+  w.arch = preset("qwen3-1.7b");
+  w.train.seq_len = seq_len;
+  return w;
+}
+}  // namespace
+
+TEST(CostModelTest, StepTimeIsAccumulationTimesMicroBatchPlusOptimizer) {
+  const CostModel cm(qwen(), test_gpu());
+  for (int64_t a : {1, 2, 7}) {
+    EXPECT_DOUBLE_EQ(cm.step_time_s(4, a), a * cm.micro_batch(4).total_s + cm.optimizer_step_s());
+  }
+}
+
+TEST(CostModelTest, StepTimeGrowsWithAccumulation) {
+  const CostModel cm(qwen(), test_gpu());
+  for (int64_t b : {1, 4, 16})
+    for (int64_t a = 1; a < 10; ++a) EXPECT_GT(cm.step_time_s(b, a + 1), cm.step_time_s(b, a));
+}
+
+TEST(CostModelTest, PeakMemoryGrowsWithMicroBatch) {
+  const CostModel cm(qwen(), test_gpu());
+  for (int64_t b = 1; b < 32; ++b) {
+    EXPECT_GT(cm.memory(b + 1).peak_allocated_bytes, cm.memory(b).peak_allocated_bytes);
+    EXPECT_GT(cm.memory(b + 1).peak_reserved_bytes, cm.memory(b).peak_reserved_bytes);
+  }
+}
+
+TEST(CostModelTest, ReservedIsNeverBelowAllocated) {
+  HardwareModel hw = test_gpu();
+  hw.memory.reserved_scale = 0.5;  // a bad fit must not predict reserved < allocated
+  const CostModel cm(qwen(), hw);
+  EXPECT_GE(cm.memory(8).peak_reserved_bytes, cm.memory(8).peak_allocated_bytes);
+}
+
+TEST(CostModelTest, AllocatedPeakIsStaticPlusScaledActivations) {
+  HardwareModel hw = test_gpu();
+  hw.memory.saved_scale = 1.25;
+  hw.memory.logits_scale = 0.75;
+  const Workload w = qwen();
+  const CostModel cm(w, hw);
+  const ActivationMemory act = activation_memory(w, 3);
+  const double expected = static_cast<double>(static_memory(w).total()) + hw.memory.workspace_bytes +
+                          1.25 * act.saved_bytes + 0.75 * act.logits_bytes;
+  EXPECT_DOUBLE_EQ(cm.memory(3).peak_allocated_bytes, expected);
+}
+
+TEST(CostModelTest, AsynchronousDeviceTakesTheSlowerOfHostAndDevice) {
+  const Features f = features(qwen(), 2);
+  HardwareModel hw = test_gpu();
+  const MicroBatchTime t = micro_batch_time(f, hw, Precision::bf16);
+  EXPECT_DOUBLE_EQ(t.total_s, std::max(t.host_s, t.device_s));
+  hw.overlap = Overlap::sum;
+  const MicroBatchTime s = micro_batch_time(f, hw, Precision::bf16);
+  EXPECT_DOUBLE_EQ(s.total_s, s.host_s + s.device_s);
+}
+
+TEST(CostModelTest, HostTimeDoesNotDependOnMicroBatch) {
+  const CostModel cm(qwen(), test_gpu());
+  EXPECT_DOUBLE_EQ(cm.micro_batch(1).host_s, cm.micro_batch(64).host_s);
+  EXPECT_LT(cm.micro_batch(1).device_s, cm.micro_batch(64).device_s);
+}
+
+TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
+  // With n_half = 0 the GEMM time is exactly FLOPs / rate.
+  HardwareModel hw = test_gpu();
+  hw.time = TimeCoefficients{};
+  hw.time.gemm_tflops = 100;
+  hw.time.attention_tflops = 1e30;
+  hw.time.memory_gbps = 1e30;
+  const Features f = features(qwen(), 4);
+  EXPECT_NEAR(micro_batch_time(f, hw, Precision::bf16).device_s, f.gemm_flops / 100e12, 1e-12);
+  hw.time.gemm_half_tokens = 2048;  // = b * s: the rate halves, the time doubles
+  EXPECT_NEAR(micro_batch_time(f, hw, Precision::bf16).device_s, 2 * f.gemm_flops / 100e12, 1e-12);
+}
+
+TEST(CostModelTest, OtherPrecisionScalesRatesByDatasheetRatio) {
+  HardwareModel hw = test_gpu();
+  hw.time = TimeCoefficients{};
+  hw.time.gemm_tflops = 100;
+  hw.time.attention_tflops = 1e30;
+  hw.time.memory_gbps = 1e30;
+  const Features f = features(qwen(), 4);
+  const double bf16 = micro_batch_time(f, hw, Precision::bf16).device_s;
+  const double fp32 = micro_batch_time(f, hw, Precision::fp32).device_s;
+  EXPECT_NEAR(fp32 / bf16, 1000.0 / 60.0, 1e-9);
+}

@@ -1,0 +1,110 @@
+// Split enumeration, memory filtering and recommendation.
+#include "simulator/simulate.h"
+
+#include <gtest/gtest.h>
+
+#include "model/architecture.h"
+#include "model/error.h"
+#include "tests/model/test_hardware.h"
+
+using namespace lorasim;
+using lorasim::testing::test_gpu;
+
+namespace {
+sim::Request request(int64_t B, int64_t seq = 512) {
+  sim::Request r;
+  r.workload.arch = model::preset("qwen3-1.7b");
+  r.workload.train.seq_len = seq;
+  r.hardware = test_gpu();
+  r.effective_batch = B;
+  return r;
+}
+}  // namespace
+
+TEST(SimulateTest, DivisorsAreAllSplitsAscending) {
+  EXPECT_EQ(sim::divisors(1), (std::vector<int64_t>{1}));
+  EXPECT_EQ(sim::divisors(12), (std::vector<int64_t>{1, 2, 3, 4, 6, 12}));
+  EXPECT_EQ(sim::divisors(16), (std::vector<int64_t>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(sim::divisors(1024).size(), 11u);
+  EXPECT_EQ(sim::divisors(97), (std::vector<int64_t>{1, 97}));
+}
+
+TEST(SimulateTest, EverySplitMultipliesToTheEffectiveBatch) {
+  const sim::Result r = sim::simulate(request(24));
+  ASSERT_EQ(r.splits.size(), 8u);
+  for (const auto& s : r.splits) EXPECT_EQ(s.micro_batch * s.accumulation, 24);
+}
+
+TEST(SimulateTest, RecommendsTheFastestSplitThatFits) {
+  const sim::Result r = sim::simulate(request(64));
+  ASSERT_TRUE(r.recommended.has_value());
+  const sim::Split& best = r.splits[*r.recommended];
+  EXPECT_EQ(best.rank, 1);
+  EXPECT_TRUE(best.fits);
+  for (const auto& s : r.splits) {
+    if (s.fits) EXPECT_LE(best.step_time_s, s.step_time_s);
+    else EXPECT_EQ(s.rank, 0);
+  }
+}
+
+TEST(SimulateTest, HostOverheadDominatedProfilePicksLargestMicroBatchThatFits) {
+  sim::Request r = request(64);
+  r.hardware.time.host_fixed_s = 0.2;  // like HF + PEFT: 0.2 s of Python per micro-batch
+  r.memory_limit_bytes = 40LL << 30;
+  const sim::Result res = sim::simulate(r);
+  ASSERT_TRUE(res.recommended.has_value());
+  int64_t largest_fitting = 0;
+  for (const auto& s : res.splits)
+    if (s.fits) largest_fitting = std::max(largest_fitting, s.micro_batch);
+  EXPECT_EQ(res.splits[*res.recommended].micro_batch, largest_fitting);
+  EXPECT_LT(largest_fitting, 64);  // the limit must bind for the test to mean something
+}
+
+TEST(SimulateTest, MemoryLimitAndMarginDecideFit) {
+  sim::Request r = request(16);
+  r.memory_limit_bytes = 20LL << 30;
+  r.safety_margin = 0.1;
+  const sim::Result res = sim::simulate(r);
+  EXPECT_DOUBLE_EQ(res.memory_limit_bytes, 20.0 * (1LL << 30));
+  EXPECT_DOUBLE_EQ(res.usable_memory_bytes, 0.9 * 20.0 * (1LL << 30) - r.hardware.memory.context_bytes);
+  for (const auto& s : res.splits) EXPECT_EQ(s.fits, s.peak_reserved_bytes <= res.usable_memory_bytes);
+}
+
+TEST(SimulateTest, NothingFitsGivesNoRecommendationAndAHint) {
+  sim::Request r = request(8);
+  r.memory_limit_bytes = 1LL << 30;
+  const sim::Result res = sim::simulate(r);
+  EXPECT_FALSE(res.recommended.has_value());
+  ASSERT_FALSE(res.notes.empty());
+  EXPECT_NE(res.notes.back().find("--grad-ckpt"), std::string::npos);
+}
+
+TEST(SimulateTest, RunTimeAndThroughputFollowStepTime) {
+  sim::Request r = request(8, 1024);
+  r.steps = 250;
+  for (const auto& s : sim::simulate(r).splits) {
+    EXPECT_DOUBLE_EQ(s.run_time_s, 250 * s.step_time_s);
+    EXPECT_DOUBLE_EQ(s.tokens_per_s, 8 * 1024 / s.step_time_s);
+  }
+}
+
+TEST(SimulateTest, PriorProfileIsFlagged) {
+  sim::Request r = request(4);
+  r.hardware.calibrated = false;
+  const sim::Result res = sim::simulate(r);
+  ASSERT_FALSE(res.notes.empty());
+  EXPECT_NE(res.notes.front().find("prior"), std::string::npos);
+}
+
+TEST(SimulateTest, InvalidRequestsAreRefused) {
+  sim::Request r = request(0);
+  EXPECT_THROW(sim::simulate(r), InputError);
+  r = request(4);
+  r.steps = 0;
+  EXPECT_THROW(sim::simulate(r), InputError);
+  r = request(4);
+  r.hardware.bf16_supported = false;
+  EXPECT_THROW(sim::simulate(r), InputError);
+  r.workload.train.precision = model::Precision::fp16;
+  EXPECT_NO_THROW(sim::simulate(r));
+}
