@@ -1,1 +1,97 @@
-int main(){return 0;}
+// lorasim's entry point: picks the subcommand from a table and maps errors to exit codes.
+// Everything else lives in the libraries; this folder only parses arguments.
+#include <boost/program_options/errors.hpp>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/version.h"
+#include "model/error.h"
+
+namespace {
+
+using lorasim::cli::Args;
+
+struct Command {
+  const char* name;
+  int (*run)(const Args&);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"simulate", lorasim::cli::cmd_simulate, "predict time and memory of every split of an effective batch"},
+    {"recommend", lorasim::cli::cmd_recommend, "print the fastest split that fits, as HF TrainingArguments flags"},
+    {"profiles", lorasim::cli::cmd_profiles, "list the embedded GPU profiles (calibrated or prior)"},
+    {"models", lorasim::cli::cmd_models, "list the built-in architecture presets"},
+#ifdef LORASIM_WITH_CALIBRATE
+    {"calibrate", lorasim::cli::cmd_calibrate, "run short real training steps and fit a hardware profile"},
+    {"train", lorasim::cli::cmd_train, "run real LoRA training steps and report time and memory"},
+    {"validate", lorasim::cli::cmd_validate, "measure chosen splits and compare with the prediction"},
+#endif
+};
+
+void usage(std::ostream& out) {
+  out << "usage: lorasim <command> [options]   (lorasim <command> --help for its options)\n\n"
+         "lorasim predicts step time and peak memory of LoRA fine-tuning for every split of an\n"
+         "effective batch into micro-batch x gradient accumulation, and recommends the fastest\n"
+         "split that fits on the GPU.\n\ncommands:\n";
+  for (const auto& c : kCommands) {
+    std::string n = c.name;
+    out << "  " << n << std::string(12 - n.size(), ' ') << c.summary << "\n";
+  }
+  out << "\nexamples:\n"
+         "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
+         "  lorasim simulate --gpu h200 --model qwen3-8b --effective-batch 64 --seq-len 2048 --grad-ckpt\n"
+         "  lorasim profiles\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lorasim::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    usage(args.empty() ? std::cerr : std::cout);
+    return args.empty() ? kUsage : kOk;
+  }
+  if (args[0] == "--version") {
+    std::cout << version_text();
+    return kOk;
+  }
+  const std::string name = args[0];
+  const Args rest(args.begin() + 1, args.end());
+  for (const auto& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      // "-h" is accepted everywhere although only long options are parsed.
+      for (const auto& a : rest)
+        if (a == "-h") return c.run({"--help"});
+      return c.run(rest);
+    } catch (const boost::program_options::error& e) {
+      std::cerr << "error: " << e.what() << " (see `lorasim " << name << " --help`)\n";
+      return kUsage;
+    } catch (const lorasim::InputError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return kUsage;
+    } catch (const lorasim::ConfigError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return kConfig;
+    } catch (const lorasim::CalibrationError& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return kCalibration;
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return kInternal;
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& c : kCommands) names.push_back(c.name);
+  std::string msg = "error: unknown command '" + name + "'";
+  const std::string near = lorasim::nearest_name(name, names);
+  if (!near.empty()) msg += ", did you mean '" + near + "'?";
+  std::cerr << msg << " (see `lorasim --help`)\n";
+  return kUsage;
+}

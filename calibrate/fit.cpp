@@ -1,0 +1,313 @@
+// Least-squares fits of the cost model. Every fit minimises relative error (each row is
+// divided by its measured value): a 5 ms error matters on a 50 ms step, not on a 5 s one.
+#include "calibrate/fit.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "calibrate/nnls.h"
+#include "model/analytics.h"
+#include "model/cost_model.h"
+#include "model/error.h"
+
+namespace lorasim::calib {
+namespace {
+
+struct Row {
+  const Measurement* m;
+  model::Features f;
+  double lora_tensors, trainable;
+};
+
+std::string label_of(const Measurement& m) {
+  return m.workload.arch.name + " L=" + std::to_string(m.workload.arch.num_layers) +
+         " s=" + std::to_string(m.workload.train.seq_len) + " b=" + std::to_string(m.micro_batch) +
+         " a=" + std::to_string(m.accumulation) + (m.workload.train.grad_ckpt ? " ckpt" : "") +
+         (m.workload.lora.rank != 16 ? " r=" + std::to_string(m.workload.lora.rank) : "");
+}
+
+// Weighted NNLS: rows scaled by 1/y so that residuals are relative.
+Eigen::VectorXd fit_relative(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& y) {
+  const Eigen::Index n = static_cast<Eigen::Index>(y.size()), k = x.front().size();
+  Eigen::MatrixXd A(n, k);
+  Eigen::VectorXd b(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    A.row(i) = x[static_cast<size_t>(i)].transpose() / y[static_cast<size_t>(i)];
+    b(i) = 1.0;
+  }
+  return nnls(A, b);
+}
+
+// Regressors of the host and device time of one micro-batch.
+Eigen::VectorXd host_x(const model::Features& f) { return (Eigen::VectorXd(2) << 1.0, f.host_ops).finished(); }
+Eigen::VectorXd device_x(const model::Features& f) {
+  return (Eigen::VectorXd(6) << 1.0, f.gemm_flops, f.gemm_flops_per_token, f.attention_flops, f.memory_bytes,
+          f.host_ops)
+      .finished();
+}
+Eigen::VectorXd optimizer_x(const Row& r) {
+  return (Eigen::VectorXd(3) << 1.0, r.lora_tensors, r.trainable).finished();
+}
+
+// A zero coefficient on a rate means the data shows no cost for that work: keep the
+// rate finite but so high that its term vanishes.
+double rate_from(double inverse, double unit) { return inverse > 0 ? 1.0 / (inverse * unit) : 1e9; }
+
+void set_host(model::TimeCoefficients& t, const Eigen::VectorXd& h) {
+  t.host_fixed_s = h(0);
+  t.host_per_op_s = h(1);
+}
+
+void set_device(model::TimeCoefficients& t, const Eigen::VectorXd& d) {
+  t.device_fixed_s = d(0);
+  t.gemm_tflops = rate_from(d(1), 1e12);
+  t.gemm_half_tokens = d(1) > 0 ? d(2) / d(1) : 0;
+  if (d(1) <= 0 && d(2) > 0) {  // only the per-GEMM fixed cost is visible: keep it as fixed time
+    t.gemm_tflops = 1e9;
+    t.gemm_half_tokens = d(2) * 1e21;
+  }
+  t.attention_tflops = rate_from(d(3), 1e12);
+  t.memory_gbps = rate_from(d(4), 1e9);
+  t.per_kernel_s = d(5);
+}
+
+void set_optimizer(model::TimeCoefficients& t, const Eigen::VectorXd& o) {
+  t.optimizer_fixed_s = o(0);
+  t.optimizer_per_tensor_s = o(1);
+  t.optimizer_per_param_s = o(2);
+}
+
+double mb_time_of(const Measurement& m, double predicted_optimizer_s) {
+  if (measured(m.micro_batch_time_s)) return m.micro_batch_time_s;
+  return (m.step_time_s - predicted_optimizer_s) / static_cast<double>(m.accumulation);
+}
+
+// Joint fit of y_step = a * t_micro + t_opt when the host/device split was not measured.
+// With overlap = max the model is piecewise linear: each row is assigned to the host- or
+// device-bound regime, the linear problem is solved, rows are reassigned, until stable.
+void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  const bool overlap_max = hw.overlap == model::Overlap::max;
+  std::vector<Eigen::VectorXd> x;
+  std::vector<double> y;
+  auto build = [&](const std::vector<int>& regime) {
+    x.clear();
+    y.clear();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      const double a = static_cast<double>(r.m->accumulation);
+      Eigen::VectorXd h = host_x(r.f) * a, d = device_x(r.f) * a, o = optimizer_x(r);
+      if (overlap_max) {
+        if (regime[i] == 0) d.setZero();
+        else h.setZero();
+      }
+      Eigen::VectorXd row(h.size() + d.size() + o.size());
+      row << h, d, o;
+      x.push_back(row);
+      y.push_back(r.m->step_time_s);
+    }
+  };
+  auto apply = [&](const Eigen::VectorXd& th) {
+    set_host(hw.time, th.segment(0, 2));
+    set_device(hw.time, th.segment(2, 6));
+    set_optimizer(hw.time, th.segment(8, 3));
+  };
+  auto error = [&]() {
+    double e = 0;
+    for (const Row& r : rows) {
+      const double t = static_cast<double>(r.m->accumulation) * model::micro_batch_time(r.f, hw, r.m->workload.train.precision).total_s +
+                       model::optimizer_time(static_cast<int64_t>(r.trainable), static_cast<int64_t>(r.lora_tensors), hw);
+      e += std::pow(t / r.m->step_time_s - 1, 2);
+    }
+    return e;
+  };
+  if (!overlap_max) {
+    build(std::vector<int>(rows.size(), 1));
+    apply(fit_relative(x, y));
+    return;
+  }
+  // Start from two assignments (all device-bound; smallest micro-batches host-bound) and
+  // keep the better converged fit.
+  model::HardwareModel best = hw;
+  double best_err = INFINITY;
+  for (int start = 0; start < 2; ++start) {
+    std::vector<int> regime(rows.size(), 1);
+    if (start == 1)
+      for (size_t i = 0; i < rows.size(); ++i) regime[i] = rows[i].m->micro_batch <= 2 ? 0 : 1;
+    for (int iter = 0; iter < 30; ++iter) {
+      build(regime);
+      apply(fit_relative(x, y));
+      std::vector<int> next(rows.size());
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const model::MicroBatchTime t = model::micro_batch_time(rows[i].f, hw, rows[i].m->workload.train.precision);
+        next[i] = t.host_s > t.device_s ? 0 : 1;
+      }
+      if (next == regime) break;
+      regime = next;
+    }
+    const double e = error();
+    if (e < best_err) {
+      best_err = e;
+      best = hw;
+    }
+  }
+  hw = best;
+}
+
+void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  std::vector<Eigen::VectorXd> hx, dx, ox;
+  std::vector<double> hy, dy, oy;
+  for (const Row& r : rows) {
+    if (measured(r.m->host_time_s) && measured(r.m->device_time_s)) {
+      hx.push_back(host_x(r.f));
+      hy.push_back(r.m->host_time_s);
+      dx.push_back(device_x(r.f));
+      dy.push_back(r.m->device_time_s);
+    }
+    if (measured(r.m->optimizer_time_s)) {
+      ox.push_back(optimizer_x(r));
+      oy.push_back(r.m->optimizer_time_s);
+    }
+  }
+  // The runner measured host and device separately on enough rows: fit each directly.
+  if (hw.overlap == model::Overlap::max && hy.size() >= 4 && oy.size() >= 2) {
+    set_host(hw.time, fit_relative(hx, hy));
+    set_device(hw.time, fit_relative(dx, dy));
+    set_optimizer(hw.time, fit_relative(ox, oy));
+    return;
+  }
+  if (oy.size() >= 2 && hw.overlap == model::Overlap::sum) {
+    // Synchronous device: micro-batch time = host + device, all linear.
+    set_optimizer(hw.time, fit_relative(ox, oy));
+    std::vector<Eigen::VectorXd> x;
+    std::vector<double> y;
+    for (const Row& r : rows) {
+      const double t = mb_time_of(*r.m, model::optimizer_time(static_cast<int64_t>(r.trainable),
+                                                                static_cast<int64_t>(r.lora_tensors), hw));
+      if (!(t > 0)) continue;
+      Eigen::VectorXd row(8);
+      row << host_x(r.f), device_x(r.f);
+      x.push_back(row);
+      y.push_back(t);
+    }
+    const Eigen::VectorXd th = fit_relative(x, y);
+    set_host(hw.time, th.segment(0, 2));
+    set_device(hw.time, th.segment(2, 6));
+    return;
+  }
+  fit_joint(rows, hw);
+}
+
+void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  // Allocated peak = static (analytic) + workspace + multipliers x analytic activation terms.
+  // Rows that measured only the reserved peak (HF users often log just that) stand in
+  // for allocated with a reserved model of 1:1.
+  std::vector<Eigen::VectorXd> ax, rx;
+  std::vector<double> ay, ry;
+  for (const Row& r : rows) {
+    const double alloc = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
+    if (!measured(alloc)) continue;
+    Eigen::VectorXd x(4);
+    x << 1.0, r.f.saved_bytes, r.f.attention_score_bytes, r.f.logits_bytes;
+    ax.push_back(x);
+    ay.push_back(alloc - r.f.static_bytes);
+    if (measured(r.m->peak_allocated_bytes) && measured(r.m->peak_reserved_bytes)) {
+      rx.push_back((Eigen::VectorXd(2) << r.m->peak_allocated_bytes, 1.0).finished());
+      ry.push_back(r.m->peak_reserved_bytes);
+    }
+  }
+  if (ay.size() < 3) return;  // too few rows: keep the prior memory coefficients
+  // Weight by the whole peak, not the activation part, so the error is relative to what
+  // the user compares with the GPU's memory.
+  const Eigen::Index n = static_cast<Eigen::Index>(ay.size());
+  Eigen::MatrixXd A(n, 4);
+  Eigen::VectorXd b(n);
+  size_t k = 0;
+  for (const Row& r : rows) {
+    const double alloc = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
+    if (!measured(alloc)) continue;
+    A.row(static_cast<Eigen::Index>(k)) = ax[k].transpose() / alloc;
+    b(static_cast<Eigen::Index>(k)) = ay[k] / alloc;
+    ++k;
+  }
+  const Eigen::VectorXd m = nnls(A, b);
+  hw.memory.workspace_bytes = m(0);
+  hw.memory.saved_scale = m(1);
+  hw.memory.attention_score_scale = m(2);
+  hw.memory.logits_scale = m(3);
+  if (ry.size() >= 2) {
+    const Eigen::VectorXd r = fit_relative(rx, ry);
+    hw.memory.reserved_scale = r(0);
+    hw.memory.reserved_overhead_bytes = r(1);
+  } else {
+    hw.memory.reserved_scale = 1;
+    hw.memory.reserved_overhead_bytes = 0;
+  }
+}
+
+}  // namespace
+
+std::vector<Residual> residuals(const std::vector<Measurement>& rows, const model::HardwareModel& hw) {
+  std::vector<Residual> out;
+  for (const Measurement& m : rows) {
+    if (m.oom) continue;
+    const model::CostModel cm(m.workload, hw);
+    Residual r;
+    r.label = label_of(m);
+    r.predicted_step_time_s = cm.step_time_s(m.micro_batch, m.accumulation);
+    r.measured_step_time_s = m.step_time_s;
+    const model::MemoryEstimate e = cm.memory(m.micro_batch);
+    r.predicted_reserved_bytes = e.peak_reserved_bytes;
+    r.predicted_allocated_bytes = e.peak_allocated_bytes;
+    r.measured_reserved_bytes = m.peak_reserved_bytes;
+    r.measured_allocated_bytes = m.peak_allocated_bytes;
+    out.push_back(r);
+  }
+  return out;
+}
+
+FitReport fit_profile(const std::vector<Measurement>& all, const model::HardwareModel& base) {
+  std::vector<Row> rows;
+  std::vector<Measurement> usable;
+  for (const Measurement& m : all) {
+    if (m.oom || !measured(m.step_time_s)) continue;
+    usable.push_back(m);
+  }
+  for (const Measurement& m : usable) {
+    const model::ParamCounts pc = model::count_params(m.workload.arch, m.workload.lora);
+    rows.push_back({&m, model::features(m.workload, m.micro_batch), static_cast<double>(pc.lora_tensors),
+                    static_cast<double>(pc.trainable)});
+  }
+  if (rows.size() < 4)
+    throw CalibrationError("only " + std::to_string(rows.size()) +
+                           " usable measurements (at least 4 without out-of-memory are needed to fit a profile)");
+  FitReport rep;
+  rep.hardware = base;
+  fit_time(rows, rep.hardware);
+  fit_memory(rows, rep.hardware);
+  rep.hardware.calibrated = true;
+
+  rep.residuals = residuals(usable, rep.hardware);
+  double ts = 0, rs = 0, as = 0;
+  for (const Residual& r : rep.residuals) {
+    const double te = r.predicted_step_time_s / r.measured_step_time_s - 1;
+    ts += te * te;
+    rep.time_max_rel = std::max(rep.time_max_rel, std::fabs(te));
+    ++rep.time_points;
+    if (measured(r.measured_reserved_bytes)) {
+      const double re = r.predicted_reserved_bytes / r.measured_reserved_bytes - 1;
+      rs += re * re;
+      rep.reserved_max_rel = std::max(rep.reserved_max_rel, std::fabs(re));
+      ++rep.memory_points;
+      if (measured(r.measured_allocated_bytes)) {
+        const double ae = r.predicted_allocated_bytes / r.measured_allocated_bytes - 1;
+        as += ae * ae;
+      }
+    }
+  }
+  rep.time_rms_rel = std::sqrt(ts / std::max(1, rep.time_points));
+  rep.reserved_rms_rel = std::sqrt(rs / std::max(1, rep.memory_points));
+  rep.allocated_rms_rel = std::sqrt(as / std::max(1, rep.memory_points));
+  return rep;
+}
+
+}  // namespace lorasim::calib

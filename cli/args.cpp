@@ -1,0 +1,113 @@
+// Flag value parsing and workload assembly.
+#include "cli/args.h"
+
+#include <cctype>
+#include <cmath>
+
+#include "model/error.h"
+#include "model/hf_config.h"
+
+namespace lorasim::cli {
+
+void add_workload_options(po::options_description& desc, WorkloadArgs& a) {
+  desc.add_options()
+      ("model", po::value(&a.model)->default_value(a.model), "architecture preset (see `lorasim models`)")
+      ("model-config", po::value(&a.model_config), "Hugging Face config.json of a Llama/Qwen/Mistral-style model (overrides --model)")
+      ("seq-len", po::value(&a.seq_len)->default_value(a.seq_len), "tokens per sequence")
+      ("lora-rank", po::value(&a.lora_rank)->default_value(a.lora_rank), "LoRA rank r")
+      ("lora-alpha", po::value(&a.lora_alpha)->default_value(a.lora_alpha), "LoRA alpha (scale alpha/r)")
+      ("lora-targets", po::value(&a.lora_targets)->default_value(a.lora_targets), "adapted projections: comma list of q,k,v,o,gate,up,down, or all")
+      ("precision", po::value(&a.precision)->default_value(a.precision), "frozen weights and activations: auto, bf16, fp16, fp32 (auto: bf16, or fp16 where bf16 is unsupported)")
+      ("grad-ckpt", po::bool_switch(&a.grad_ckpt), "gradient checkpointing of every decoder block");
+}
+
+model::Workload build_workload(const WorkloadArgs& a, bool bf16_supported) {
+  model::Workload w;
+  w.arch = a.model_config.empty() ? model::preset(a.model) : model::load_hf_config(a.model_config);
+  w.train.seq_len = parse_int("--seq-len", a.seq_len, 1);
+  w.lora.rank = parse_int("--lora-rank", a.lora_rank, 1);
+  w.lora.alpha = parse_real("--lora-alpha", a.lora_alpha, 1e-9, 1e9);
+  w.lora.targets = model::parse_targets(a.lora_targets);
+  if (a.precision == "auto")
+    w.train.precision = bf16_supported ? model::Precision::bf16 : model::Precision::fp16;
+  else
+    w.train.precision = model::parse_precision(a.precision);
+  w.train.grad_ckpt = a.grad_ckpt;
+  w.validate();
+  return w;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw InputError(flag + " must be a whole number, got '" + text + "'");
+  if (v < min)
+    throw InputError(flag + " must be at least " + std::to_string(min) + ", got " + text);
+  return v;
+}
+
+double parse_real(const std::string& flag, const std::string& text, double lo, double hi) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v))
+    throw InputError(flag + " must be a number, got '" + text + "'");
+  if (v < lo || v > hi)
+    throw InputError(flag + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                     ", got " + text);
+  return v;
+}
+
+int64_t parse_bytes(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "kb") scale = 1e3;
+  else if (unit == "mb") scale = 1e6;
+  else if (unit == "gb") scale = 1e9;
+  if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
+    throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB or 16000000000, got '" +
+                     text + "'");
+  return static_cast<int64_t>(v * scale);
+}
+
+Format parse_format(const std::string& text) {
+  if (text == "table") return Format::table;
+  if (text == "csv") return Format::csv;
+  if (text == "json") return Format::json;
+  throw InputError("--format must be table, csv or json, got '" + text + "'");
+}
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc) {
+  po::variables_map vm;
+  // Long options only: a value like "-4" must reach the flag (and its range check), not be
+  // taken for a short option.
+  const int style = po::command_line_style::unix_style & ~po::command_line_style::allow_short &
+                    ~po::command_line_style::allow_guessing;
+  po::store(po::command_line_parser(args).options(desc).style(style).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+}  // namespace lorasim::cli

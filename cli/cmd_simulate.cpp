@@ -1,0 +1,230 @@
+// `lorasim simulate` and `lorasim recommend`: predictions for every split of an effective
+// batch on one GPU profile, as a table, CSV or JSON.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/describe.h"
+#include "cli/format.h"
+#include "cli/hardware_args.h"
+#include "model/analytics.h"
+#include "simulator/simulate.h"
+
+namespace lorasim::cli {
+namespace {
+
+struct SimulateArgs {
+  WorkloadArgs workload;
+  HardwareArgs hardware;
+  std::string effective_batch = "16";
+  std::string steps = "100";
+  std::string memory_limit;
+  std::string safety_margin = "0.05";
+  std::string format = "table";
+};
+
+po::options_description simulate_options(SimulateArgs& a) {
+  po::options_description desc("Options");
+  desc.add_options()
+      ("help", "show this help")
+      ("effective-batch", po::value(&a.effective_batch)->default_value(a.effective_batch), "sequences per optimizer step, B = micro-batch x accumulation")
+      ("steps", po::value(&a.steps)->default_value(a.steps), "optimizer steps for the run-time column");
+  add_hardware_options(desc, a.hardware);
+  add_workload_options(desc, a.workload);
+  desc.add_options()
+      ("memory-limit", po::value(&a.memory_limit), "usable device memory, e.g. 40GiB (default: the GPU's)")
+      ("safety-margin", po::value(&a.safety_margin)->default_value(a.safety_margin), "fraction of the limit kept free")
+      ("format", po::value(&a.format)->default_value(a.format), "table, csv or json");
+  return desc;
+}
+
+std::string hf_flags(const sim::Split& s) {
+  return "--per_device_train_batch_size " + std::to_string(s.micro_batch) +
+         " --gradient_accumulation_steps " + std::to_string(s.accumulation);
+}
+
+nlohmann::json split_json(const sim::Split& s) {
+  return {{"micro_batch", s.micro_batch},
+          {"accumulation", s.accumulation},
+          {"step_time_s", s.step_time_s},
+          {"micro_batch_time_s", s.micro_batch_time_s},
+          {"host_time_s", s.host_time_s},
+          {"device_time_s", s.device_time_s},
+          {"optimizer_time_s", s.optimizer_time_s},
+          {"run_time_s", s.run_time_s},
+          {"tokens_per_s", s.tokens_per_s},
+          {"peak_allocated_bytes", static_cast<int64_t>(s.peak_allocated_bytes)},
+          {"peak_reserved_bytes", static_cast<int64_t>(s.peak_reserved_bytes)},
+          {"fits", s.fits},
+          {"host_bound", s.host_bound},
+          {"rank", s.rank}};
+}
+
+nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
+  nlohmann::json j;
+  j["gpu"] = profile_json(p);
+  j["workload"] = workload_json(req.workload);
+  j["effective_batch"] = req.effective_batch;
+  j["steps"] = req.steps;
+  j["memory_limit_bytes"] = static_cast<int64_t>(r.memory_limit_bytes);
+  j["usable_memory_bytes"] = static_cast<int64_t>(r.usable_memory_bytes);
+  j["safety_margin"] = req.safety_margin;
+  j["splits"] = nlohmann::json::array();
+  for (const auto& s : r.splits) j["splits"].push_back(split_json(s));
+  if (r.recommended) {
+    const sim::Split& s = r.splits[*r.recommended];
+    j["recommended"] = {{"micro_batch", s.micro_batch},
+                        {"accumulation", s.accumulation},
+                        {"step_time_s", s.step_time_s},
+                        {"hf_args", hf_flags(s)}};
+  } else {
+    j["recommended"] = nullptr;
+  }
+  j["notes"] = r.notes;
+  return j;
+}
+
+void print_csv(const sim::Result& r) {
+  std::cout << "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,"
+               "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
+               "fits,host_bound,rank\n";
+  for (const auto& s : r.splits) {
+    std::cout << s.micro_batch << ',' << s.accumulation << ',' << s.step_time_s << ','
+              << s.micro_batch_time_s << ',' << s.host_time_s << ',' << s.device_time_s << ','
+              << s.optimizer_time_s << ',' << s.run_time_s << ',' << s.tokens_per_s << ','
+              << static_cast<int64_t>(s.peak_allocated_bytes) << ','
+              << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << (s.fits ? "true" : "false") << ','
+              << (s.host_bound ? "true" : "false") << ',' << s.rank << '\n';
+  }
+}
+
+void print_header(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
+  const model::ParamCounts pc = model::count_params(req.workload.arch, req.workload.lora);
+  std::cout << "model:     " << req.workload.arch.name << " (" << human_count(static_cast<double>(pc.base))
+            << " frozen, " << human_count(static_cast<double>(pc.trainable)) << " trainable)\n"
+            << "workload:  " << workload_line(req.workload) << "\n"
+            << "gpu:       " << profile_line(p) << "\n"
+            << "batch:     effective " << req.effective_batch << " sequences = "
+            << req.effective_batch * req.workload.train.seq_len << " tokens per optimizer step\n"
+            << "memory:    " << human_bytes(r.memory_limit_bytes) << " limit, "
+            << human_bytes(r.usable_memory_bytes) << " usable (" << fixed(req.safety_margin * 100, 0)
+            << "% margin, " << human_bytes(p.hw.memory.context_bytes) << " CUDA context)\n";
+}
+
+void print_recommendation(const sim::Request& req, const sim::Result& r) {
+  if (!r.recommended) {
+    std::cout << "recommended: none (no split fits)\n";
+    return;
+  }
+  const sim::Split& best = r.splits[*r.recommended];
+  const sim::Split& slowest_fit = [&]() -> const sim::Split& {
+    const sim::Split* worst = &best;
+    for (const auto& s : r.splits)
+      if (s.fits && s.step_time_s > worst->step_time_s) worst = &s;
+    return *worst;
+  }();
+  std::cout << "recommended: micro-batch " << best.micro_batch << " x accumulation " << best.accumulation
+            << ": " << human_seconds(best.step_time_s) << " per step, " << human_seconds(best.run_time_s)
+            << " for " << req.steps << " steps, peak " << human_bytes(best.peak_reserved_bytes) << " reserved";
+  if (&slowest_fit != &best)
+    std::cout << " (" << fixed(slowest_fit.step_time_s / best.step_time_s, 1) << "x faster than "
+              << slowest_fit.micro_batch << "x" << slowest_fit.accumulation << ")";
+  std::cout << "\nHF TrainingArguments: " << hf_flags(best) << "\n";
+}
+
+void print_notes(const sim::Result& r) {
+  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+}
+
+void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
+  print_header(req, p, r);
+  std::cout << "\n";
+  Table t({"micro", "accum", "step", std::to_string(req.steps) + " steps", "tokens/s", "peak alloc",
+           "peak reserved", "fits", "rank", "bound by"});
+  for (const auto& s : r.splits)
+    t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
+           human_seconds(s.run_time_s), fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
+           human_bytes(s.peak_reserved_bytes), s.fits ? "yes" : "no", s.rank ? std::to_string(s.rank) : "-",
+           s.host_bound ? "host" : "device"});
+  t.print(std::cout);
+  std::cout << "\n";
+  print_recommendation(req, r);
+  print_notes(r);
+}
+
+struct Prepared {
+  sim::Request request;
+  hw::Profile profile;
+  Format format;
+};
+
+bool prepare(const Args& args, const char* usage, Prepared& out) {
+  SimulateArgs a;
+  const po::options_description desc = simulate_options(a);
+  const po::variables_map vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << usage << "\n" << desc << "\n";
+    return false;
+  }
+  out.format = parse_format(a.format);
+  out.profile = select_profile(a.hardware);
+  out.request.hardware = out.profile.hw;
+  out.request.workload = build_workload(a.workload, out.profile.hw.bf16_supported);
+  out.request.effective_batch = parse_int("--effective-batch", a.effective_batch, 1);
+  out.request.steps = parse_int("--steps", a.steps, 1);
+  if (!a.memory_limit.empty()) out.request.memory_limit_bytes = parse_bytes("--memory-limit", a.memory_limit);
+  out.request.safety_margin = parse_real("--safety-margin", a.safety_margin, 0, 0.9);
+  return true;
+}
+
+}  // namespace
+
+int cmd_simulate(const Args& args) {
+  Prepared p;
+  if (!prepare(args,
+               "usage: lorasim simulate [options]\n\n"
+               "Predicts step time and peak memory for every split micro-batch x accumulation of\n"
+               "the effective batch, marks which fit in memory, and recommends the fastest.\n\n"
+               "examples:\n"
+               "  lorasim simulate --gpu h200 --model qwen3-8b --effective-batch 64 --seq-len 2048 --grad-ckpt\n"
+               "  lorasim simulate --gpu a100-80gb --model-config config.json --effective-batch 32 \\\n"
+               "                   --seq-len 1024 --lora-rank 64 --lora-targets q,k,v,o --format json\n"
+               "  lorasim simulate --profile my-h200.toml --model qwen3-4b --effective-batch 32",
+               p))
+    return kOk;
+  const sim::Result r = sim::simulate(p.request);
+  switch (p.format) {
+    case Format::json: std::cout << result_json(p.request, p.profile, r).dump(2) << "\n"; break;
+    case Format::csv: print_csv(r); break;
+    case Format::table: print_table(p.request, p.profile, r); break;
+  }
+  return kOk;
+}
+
+int cmd_recommend(const Args& args) {
+  Prepared p;
+  if (!prepare(args,
+               "usage: lorasim recommend [options]\n\n"
+               "Prints the fastest split of the effective batch that fits in memory, as\n"
+               "HF TrainingArguments flags. `lorasim simulate` shows every split.\n\n"
+               "examples:\n"
+               "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
+               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json",
+               p))
+    return kOk;
+  const sim::Result r = sim::simulate(p.request);
+  switch (p.format) {
+    case Format::json: std::cout << result_json(p.request, p.profile, r).dump(2) << "\n"; break;
+    case Format::csv: print_csv(r); break;
+    case Format::table:
+      print_header(p.request, p.profile, r);
+      std::cout << "\n";
+      print_recommendation(p.request, r);
+      print_notes(r);
+      break;
+  }
+  return kOk;
+}
+
+}  // namespace lorasim::cli

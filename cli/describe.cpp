@@ -1,0 +1,46 @@
+#include "cli/describe.h"
+
+#include "cli/format.h"
+#include "model/analytics.h"
+
+namespace lorasim::cli {
+
+nlohmann::json workload_json(const model::Workload& w) {
+  const model::ParamCounts pc = model::count_params(w.arch, w.lora);
+  return {{"model", w.arch.name},
+          {"num_layers", w.arch.num_layers},
+          {"hidden_size", w.arch.hidden_size},
+          {"vocab_size", w.arch.vocab_size},
+          {"seq_len", w.train.seq_len},
+          {"precision", model::precision_name(w.train.precision)},
+          {"grad_ckpt", w.train.grad_ckpt},
+          {"lora_rank", w.lora.rank},
+          {"lora_alpha", w.lora.alpha},
+          {"lora_targets", w.lora.targets_string()},
+          {"base_params", pc.base},
+          {"trainable_params", pc.trainable}};
+}
+
+nlohmann::json profile_json(const hw::Profile& p) {
+  return {{"name", p.hw.name},
+          {"display_name", p.hw.display_name},
+          {"source", p.source_text_name},
+          {"calibrated", p.hw.calibrated},
+          {"memory_bytes", p.hw.memory_bytes},
+          {"expected_time_error", p.hw.expected_time_error},
+          {"expected_memory_error", p.hw.expected_memory_error}};
+}
+
+std::string workload_line(const model::Workload& w) {
+  return "seq " + std::to_string(w.train.seq_len) + ", " + model::precision_name(w.train.precision) +
+         ", LoRA r=" + std::to_string(w.lora.rank) + " alpha=" + fixed(w.lora.alpha, w.lora.alpha == static_cast<int64_t>(w.lora.alpha) ? 0 : 2) +
+         " on " + w.lora.targets_string() + ", " + (w.train.grad_ckpt ? "grad ckpt" : "no grad ckpt") +
+         ", AdamW";
+}
+
+std::string profile_line(const hw::Profile& p) {
+  return p.hw.display_name + " (" + (p.hw.calibrated ? "calibrated" : "datasheet prior") + ", " +
+         p.source_text_name + ")";
+}
+
+}  // namespace lorasim::cli

@@ -1,0 +1,18 @@
+// JSON and one-line descriptions of workloads and profiles, shared by every command's output.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "hwprofiles/profile.h"
+#include "model/workload.h"
+
+namespace lorasim::cli {
+
+nlohmann::json workload_json(const model::Workload& w);
+nlohmann::json profile_json(const hw::Profile& p);
+/// "seq 512, bf16, LoRA r=16 alpha=32 on q,k,v,o,gate,up,down, no grad ckpt, AdamW"
+std::string workload_line(const model::Workload& w);
+/// "NVIDIA H200 (calibrated, builtin:h200.toml)"
+std::string profile_line(const hw::Profile& p);
+
+}  // namespace lorasim::cli

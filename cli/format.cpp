@@ -1,0 +1,57 @@
+#include "cli/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace lorasim::cli {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(b) >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return fixed(b, u == 0 ? 0 : 2) + " " + units[u];
+}
+
+std::string human_seconds(double s) {
+  if (s < 1e-3) return fixed(s * 1e6, 1) + " us";
+  if (s < 1) return fixed(s * 1e3, 1) + " ms";
+  if (s < 120) return fixed(s, 2) + " s";
+  if (s < 7200) return fixed(s / 60, 1) + " min";
+  return fixed(s / 3600, 2) + " h";
+}
+
+std::string human_count(double n) {
+  if (n >= 1e9) return fixed(n / 1e9, 2) + " B";
+  if (n >= 1e6) return fixed(n / 1e6, 2) + " M";
+  if (n >= 1e3) return fixed(n / 1e3, 1) + " k";
+  return fixed(n, 0);
+}
+
+void Table::print(std::ostream& out) const {
+  std::vector<size_t> width(header_.size(), 0);
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (const auto& r : rows_)
+    for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (size_t c = 0; c < cells.size() && c < width.size(); ++c) {
+      if (c) s += "  ";
+      s += std::string(width[c] - cells[c].size(), ' ') + cells[c];
+    }
+    out << s << '\n';
+  };
+  line(header_);
+  for (const auto& r : rows_) line(r);
+}
+
+}  // namespace lorasim::cli

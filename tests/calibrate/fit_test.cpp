@@ -1,0 +1,163 @@
+// The fitter recovers a known device from synthetic measurements and predicts
+// configurations it was not fitted on.
+#include "calibrate/fit.h"
+
+#include <gtest/gtest.h>
+
+#include "calibrate/nnls.h"
+#include "model/analytics.h"
+#include "model/architecture.h"
+#include "model/cost_model.h"
+#include "model/error.h"
+#include "tests/model/test_hardware.h"
+
+using namespace lorasim;
+using lorasim::testing::test_gpu;
+
+namespace {
+
+model::Workload qwen(int64_t layers, int64_t seq, bool ckpt = false, int64_t rank = 16) {
+  model::Workload w;
+  w.arch = model::truncated(model::preset("qwen3-1.7b"), layers);
+  w.train.seq_len = seq;
+  w.train.grad_ckpt = ckpt;
+  w.lora.rank = rank;
+  return w;
+}
+
+// What a perfect runner would measure on `hw`.
+calib::Measurement measure(const model::Workload& w, int64_t b, int64_t a, const model::HardwareModel& hw,
+                           bool split) {
+  const model::CostModel cm(w, hw);
+  calib::Measurement m;
+  m.workload = w;
+  m.micro_batch = b;
+  m.accumulation = a;
+  m.step_time_s = cm.step_time_s(b, a);
+  m.micro_batch_time_s = cm.micro_batch(b).total_s;
+  if (split) {
+    m.host_time_s = cm.micro_batch(b).host_s;
+    m.device_time_s = cm.micro_batch(b).device_s;
+  }
+  m.optimizer_time_s = cm.optimizer_step_s();
+  m.peak_allocated_bytes = cm.memory(b).peak_allocated_bytes;
+  m.peak_reserved_bytes = cm.memory(b).peak_reserved_bytes;
+  return m;
+}
+
+std::vector<calib::Measurement> plan(const model::HardwareModel& hw, bool split) {
+  std::vector<calib::Measurement> rows;
+  for (int64_t layers : {2, 6})
+    for (int64_t seq : {256, 1024})
+      for (int64_t b : {1, 2, 4, 8}) rows.push_back(measure(qwen(layers, seq), b, 2, hw, split));
+  rows.push_back(measure(qwen(4, 512, true), 4, 1, hw, split));
+  rows.push_back(measure(qwen(4, 512, false, 64), 2, 1, hw, split));
+  return rows;
+}
+
+}  // namespace
+
+TEST(NnlsTest, MatchesUnconstrainedSolutionWhenItIsPositive) {
+  Eigen::MatrixXd A(4, 2);
+  A << 1, 1, 1, 2, 1, 3, 1, 4;
+  Eigen::VectorXd b(4);
+  b << 3, 5, 7, 9;  // y = 1 + 2x
+  const Eigen::VectorXd x = calib::nnls(A, b);
+  EXPECT_NEAR(x(0), 1, 1e-9);
+  EXPECT_NEAR(x(1), 2, 1e-9);
+}
+
+TEST(NnlsTest, ClampsNegativeCoefficientsToZero) {
+  Eigen::MatrixXd A(3, 2);
+  A << 1, 0, 0, 1, 1, 1;
+  Eigen::VectorXd b(3);
+  b << 2, -1, 1;
+  const Eigen::VectorXd x = calib::nnls(A, b);
+  EXPECT_GE(x(1), 0);
+  EXPECT_NEAR(x(1), 0, 1e-12);
+  EXPECT_NEAR(x(0), 1.5, 1e-9);  // min (x0-2)^2 + (x0-1)^2
+}
+
+TEST(NnlsTest, HandlesColumnsOfVeryDifferentScale) {
+  Eigen::MatrixXd A(4, 2);
+  A << 1, 1e12, 1, 2e12, 1, 3e12, 1, 5e12;
+  Eigen::VectorXd b = A * Eigen::Vector2d(1e-3, 4e-15);
+  const Eigen::VectorXd x = calib::nnls(A, b);
+  EXPECT_NEAR(x(0), 1e-3, 1e-9);
+  EXPECT_NEAR(x(1) / 4e-15, 1, 1e-6);
+}
+
+TEST(FitTest, RecoversStepTimeOfHeldOutFullDepthModel) {
+  const model::HardwareModel truth = test_gpu();
+  model::HardwareModel base = truth;
+  base.time = model::TimeCoefficients{};
+  base.memory = model::MemoryCoefficients{};
+  const calib::FitReport rep = calib::fit_profile(plan(truth, true), base);
+  EXPECT_LT(rep.time_max_rel, 1e-6);
+  EXPECT_TRUE(rep.hardware.calibrated);
+  // Full 28-layer model at a sequence length and micro-batches the plan never ran.
+  for (int64_t b : {1, 3, 16}) {
+    const model::Workload w = qwen(28, 512);
+    const double truth_t = model::CostModel(w, truth).step_time_s(b, 4);
+    const double fit_t = model::CostModel(w, rep.hardware).step_time_s(b, 4);
+    EXPECT_NEAR(fit_t / truth_t, 1.0, 1e-4) << "b=" << b;
+  }
+}
+
+TEST(FitTest, RecoversPeakMemoryOfHeldOutModel) {
+  const model::HardwareModel truth = test_gpu();
+  model::HardwareModel base = truth;
+  base.memory = model::MemoryCoefficients{};
+  const calib::FitReport rep = calib::fit_profile(plan(truth, true), base);
+  EXPECT_LT(rep.reserved_max_rel, 1e-6);
+  const model::Workload w = qwen(28, 2048);
+  for (int64_t b : {1, 8}) {
+    const auto t = model::CostModel(w, truth).memory(b);
+    const auto f = model::CostModel(w, rep.hardware).memory(b);
+    EXPECT_NEAR(f.peak_reserved_bytes / t.peak_reserved_bytes, 1.0, 1e-6);
+    EXPECT_NEAR(f.peak_allocated_bytes / t.peak_allocated_bytes, 1.0, 1e-6);
+  }
+}
+
+TEST(FitTest, FitsSynchronousDeviceFromTotalsOnly) {
+  model::HardwareModel truth = test_gpu();
+  truth.overlap = model::Overlap::sum;
+  model::HardwareModel base = truth;
+  base.time = model::TimeCoefficients{};
+  const calib::FitReport rep = calib::fit_profile(plan(truth, false), base);
+  EXPECT_LT(rep.time_max_rel, 1e-6);
+}
+
+TEST(FitTest, FitsAsynchronousDeviceWithoutHostDeviceSplit) {
+  // Only whole-step times (as from HF Trainer logs): the fitter must find which rows are
+  // host-bound and which device-bound.
+  model::HardwareModel truth = test_gpu();
+  truth.time.host_fixed_s = 0.02;  // host-bound at small micro-batches
+  model::HardwareModel base = truth;
+  base.time = model::TimeCoefficients{};
+  std::vector<calib::Measurement> rows = plan(truth, false);
+  for (auto& r : rows) {
+    r.micro_batch_time_s = calib::kNotMeasured;
+    r.optimizer_time_s = calib::kNotMeasured;
+  }
+  const calib::FitReport rep = calib::fit_profile(rows, base);
+  EXPECT_LT(rep.time_rms_rel, 0.02);
+}
+
+TEST(FitTest, TooFewRowsIsACalibrationError) {
+  const model::HardwareModel hw = test_gpu();
+  std::vector<calib::Measurement> rows = {measure(qwen(2, 256), 1, 1, hw, true)};
+  EXPECT_THROW(calib::fit_profile(rows, hw), CalibrationError);
+}
+
+TEST(FitTest, OutOfMemoryRowsAreIgnored) {
+  const model::HardwareModel hw = test_gpu();
+  std::vector<calib::Measurement> rows = plan(hw, true);
+  calib::Measurement oom;
+  oom.workload = qwen(6, 1024);
+  oom.micro_batch = 64;
+  oom.oom = true;
+  rows.push_back(oom);
+  const calib::FitReport rep = calib::fit_profile(rows, hw);
+  EXPECT_EQ(rep.time_points, static_cast<int>(rows.size()) - 1);
+}
