@@ -1,0 +1,101 @@
+// Tests of the embedded profiles: every one parses and validates, and names resolve with
+// helpful errors.
+#include "hwprofiles/builtin.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/error.h"
+
+namespace lorasim::hw {
+namespace {
+
+std::string input_error(const std::string& name) {
+  try {
+    builtin_profile(name);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BuiltinProfileTest, NamesAreTheSevenShippedGpus) {
+  EXPECT_EQ(builtin_profile_names(),
+            (std::vector<std::string>{"t4", "l4", "a10g", "a100-40gb", "a100-80gb", "h100-sxm",
+                                      "h200"}));
+}
+
+TEST(BuiltinProfileTest, EveryEmbeddedProfileParsesAndValidates) {
+  for (const auto& text : builtin_profile_texts()) {
+    SCOPED_TRACE(text.name);
+    const Profile p = parse_profile(text.toml, "builtin:" + text.name + ".toml");
+    validate_profile(p);
+    EXPECT_EQ(p.hw.name, text.name);  // the file name and [gpu].name agree
+    EXPECT_FALSE(p.hw.calibrated);
+    EXPECT_EQ(p.origin_source, "datasheet prior");
+    EXPECT_DOUBLE_EQ(p.hw.expected_time_error, 0.5);
+    EXPECT_DOUBLE_EQ(p.hw.expected_memory_error, 0.15);
+    EXPECT_EQ(p.hw.overlap, model::Overlap::max);
+    EXPECT_EQ(p.hw.memory_bytes % 1048576, 0);  // whole MiB, as nvidia-smi reports
+  }
+}
+
+TEST(BuiltinProfileTest, PriorsFollowTheStatedRule) {
+  for (const auto& name : builtin_profile_names()) {
+    SCOPED_TRACE(name);
+    const model::HardwareModel hw = builtin_profile(name).hw;
+    const double peak = hw.peak_tflops(hw.coefficients_precision);
+    EXPECT_NEAR(hw.time.gemm_tflops, 0.55 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.time.attention_tflops, 0.35 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.time.memory_gbps, 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
+    EXPECT_NEAR(hw.time.optimizer_per_param_s, 28 / (hw.time.memory_gbps * 1e9), 1e-25);
+  }
+}
+
+TEST(BuiltinProfileTest, T4SaysBf16IsUnsupported) {
+  const Profile t4 = builtin_profile("t4");
+  EXPECT_FALSE(t4.hw.bf16_supported);
+  EXPECT_EQ(t4.hw.peak_bf16_tflops, 0);
+  EXPECT_EQ(t4.hw.coefficients_precision, model::Precision::fp16);
+  EXPECT_TRUE(builtin_profile("l4").hw.bf16_supported);
+}
+
+TEST(BuiltinProfileTest, SourceNamePointsAtTheEmbeddedFile) {
+  EXPECT_EQ(builtin_profile("a100-80gb").source_text_name, "builtin:a100-80gb.toml");
+}
+
+TEST(BuiltinProfileTest, NamesAreCaseAndSeparatorInsensitive) {
+  EXPECT_EQ(builtin_profile("H200").hw.name, "h200");
+  EXPECT_EQ(builtin_profile("NVIDIA H200").hw.name, "h200");
+  EXPECT_EQ(builtin_profile("Tesla T4").hw.name, "t4");
+  EXPECT_EQ(builtin_profile("A100_80GB").hw.name, "a100-80gb");
+  EXPECT_EQ(canonical_builtin_name("H100 SXM"), "h100-sxm");
+}
+
+TEST(BuiltinProfileTest, UnknownNameSuggestsTheNearest) {
+  EXPECT_EQ(input_error("h10"),
+            "unknown GPU 'h10', did you mean 'h100-sxm'? (see `lorasim profiles`, or pass "
+            "--profile FILE)");
+  // A unique prefix is not taken silently: an H100 PCIe is not an H100 SXM.
+  EXPECT_EQ(input_error("h100"),
+            "unknown GPU 'h100', did you mean 'h100-sxm'? (see `lorasim profiles`, or pass "
+            "--profile FILE)");
+  EXPECT_NE(input_error("l40").find("did you mean 'l4'?"), std::string::npos);
+}
+
+TEST(BuiltinProfileTest, AmbiguousNameListsTheCandidates) {
+  EXPECT_EQ(input_error("a100"),
+            "GPU 'a100' is ambiguous: did you mean 'a100-40gb' or 'a100-80gb'? (see `lorasim "
+            "profiles`, or pass --profile FILE)");
+}
+
+TEST(BuiltinProfileTest, HopelessNameListsWhatExists) {
+  const std::string msg = input_error("mi300x");
+  EXPECT_NE(msg.find("unknown GPU 'mi300x'; built-in profiles are 't4', 'l4'"), std::string::npos)
+      << msg;
+}
+
+}  // namespace
+}  // namespace lorasim::hw
