@@ -56,7 +56,7 @@ const std::vector<NumberField>& number_fields() {
         [](HW& h) { return &h.peak_fp16_tflops; }},
       {"gpu", "peak_fp32_tflops", Range::non_negative, false,
         [](HW& h) { return &h.peak_fp32_tflops; }},
-      {"gpu", "hbm_bandwidth_gbps", Range::positive, false,
+      {"gpu", "hbm_bandwidth_gbps", Range::non_negative, false,
         [](HW& h) { return &h.hbm_bandwidth_gbps; }},
       {"profile", "expected_time_error", Range::fraction, false,
         [](HW& h) { return &h.expected_time_error; }},

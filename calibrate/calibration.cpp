@@ -1,0 +1,156 @@
+// The calibration plan and its execution. Runs are grouped by model (depth, rank,
+// checkpointing) so that exactly one model lives on the device at a time: the memory
+// statistics of a run must see only its own model.
+#include "calibrate/calibration.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "calibrate/runner.h"
+#include "model/architecture.h"
+#include "model/error.h"
+
+namespace lorasim::calib {
+
+std::string PlannedRun::label() const {
+  return "L=" + std::to_string(depth) + " s=" + std::to_string(seq_len) + " b=" + std::to_string(micro_batch) +
+         " a=" + std::to_string(accumulation) + (grad_ckpt ? " ckpt" : "") +
+         (lora_rank ? " r=" + std::to_string(lora_rank) : "");
+}
+
+std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda) {
+  const int64_t full = opt.reference.arch.num_layers;
+  std::vector<int64_t> depths = opt.depths;
+  if (depths.empty()) depths = is_cuda ? std::vector<int64_t>{2, 6} : std::vector<int64_t>{1, 2};
+  std::vector<int64_t> seqs = opt.seq_lens;
+  if (seqs.empty()) seqs = is_cuda ? std::vector<int64_t>{256, 1024, 4096} : std::vector<int64_t>{32, 128};
+  const int64_t max_tokens = opt.max_tokens > 0 ? opt.max_tokens : (is_cuda ? 16384 : 1024);
+  for (int64_t& d : depths) d = std::min(d, full);
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+
+  std::vector<PlannedRun> plan;
+  for (int64_t d : depths) {
+    // Anchors first (smallest, a middle and the largest micro-batch of every sequence
+    // length), then the sizes between: if the time budget cuts the plan short, what is
+    // left still spans the space.
+    std::vector<PlannedRun> anchors, fill;
+    for (int64_t s : seqs) {
+      std::vector<int64_t> bs;
+      for (int64_t b = 1; b * s <= max_tokens; b *= 2) bs.push_back(b);
+      if (bs.empty()) bs.push_back(1);
+      for (size_t i = 0; i < bs.size(); ++i) {
+        const bool anchor = i == 0 || i + 1 == bs.size() || i == bs.size() / 2;
+        (anchor ? anchors : fill).push_back({d, s, bs[i], 2});
+      }
+    }
+    plan.insert(plan.end(), anchors.begin(), anchors.end());
+    plan.insert(plan.end(), fill.begin(), fill.end());
+  }
+  // Checkpointing changes the operator count and the activation profile; a larger rank
+  // separates the optimizer's per-parameter from its per-tensor cost.
+  const int64_t deep = depths.back(), mid_seq = seqs[seqs.size() / 2];
+  const int64_t ckpt_b = std::max<int64_t>(1, std::min<int64_t>(4, max_tokens / mid_seq));
+  plan.push_back({deep, mid_seq, 1, 2, true});
+  plan.push_back({deep, mid_seq, ckpt_b, 2, true});
+  plan.push_back({depths.front(), mid_seq, 2, 2, false, opt.reference.lora.rank * 4});
+  return plan;
+}
+
+namespace {
+
+Measurement to_measurement(const model::Workload& w, const RunResult& r) {
+  Measurement m;
+  m.workload = w;
+  m.micro_batch = r.micro_batch;
+  m.accumulation = r.accumulation;
+  m.oom = r.oom;
+  if (r.oom) return m;
+  m.step_time_s = r.step_time_s;
+  m.micro_batch_time_s = r.micro_batch_time_s;
+  m.host_time_s = r.host_time_s;
+  m.device_time_s = r.device_time_s;
+  m.optimizer_time_s = r.optimizer_time_s;
+  m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
+  m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
+  return m;
+}
+
+}  // namespace
+
+CalibrationResult run_calibration(const CalibrationOptions& opt, const model::HardwareModel& base,
+                                  const ProgressCallback& progress, const std::function<bool()>& should_stop) {
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - t0).count(); };
+
+  CalibrationResult res;
+  res.device = resolve_device(opt.device);
+  res.plan = default_plan(opt, res.device.is_cuda);
+
+  // Group runs by the model they need, keeping plan order within and across groups.
+  using Key = std::tuple<int64_t, int64_t, bool>;  // depth, rank, checkpointing
+  std::vector<Key> order;
+  std::map<Key, std::vector<const PlannedRun*>> groups;
+  for (const PlannedRun& p : res.plan) {
+    const Key k{p.depth, p.lora_rank ? p.lora_rank : opt.reference.lora.rank, p.grad_ckpt};
+    if (!groups.count(k)) order.push_back(k);
+    groups[k].push_back(&p);
+  }
+
+  size_t done = 0;
+  double last_run_s = 0;
+  for (const Key& key : order) {
+    model::Workload w = opt.reference;
+    w.arch = model::truncated(opt.reference.arch, std::get<0>(key));
+    w.lora.rank = std::get<1>(key);
+    w.train.grad_ckpt = std::get<2>(key);
+    std::unique_ptr<Trainer> trainer;
+    std::map<int64_t, int64_t> oom_at;  // seq_len -> smallest micro-batch that ran out of memory
+    for (const PlannedRun* p : groups[key]) {
+      if (should_stop && should_stop())
+        throw CalibrationError("calibration interrupted after " + std::to_string(res.measurements.size()) + " of " +
+                               std::to_string(res.plan.size()) + " runs (" + std::to_string(static_cast<int>(elapsed())) +
+                               " s); no profile was written");
+      CalibrationProgress ev;
+      ev.total = res.plan.size();
+      ev.label = p->label();
+      const bool past_oom = oom_at.count(p->seq_len) && p->micro_batch >= oom_at[p->seq_len];
+      // Leave room for one more run of the last run's length before the budget ends.
+      const bool over_budget = elapsed() + last_run_s > opt.time_budget_s;
+      if (past_oom || over_budget) {
+        ++res.skipped;
+        ev.done = ++done;
+        ev.elapsed_s = elapsed();
+        ev.skipped = true;
+        if (progress) progress(ev);
+        continue;
+      }
+      const double run_start = elapsed();
+      if (!trainer) trainer = std::make_unique<Trainer>(w, res.device.spec, 0);
+      RunSpec spec;
+      spec.workload = w;
+      spec.workload.train.seq_len = p->seq_len;
+      spec.micro_batch = p->micro_batch;
+      spec.accumulation = p->accumulation;
+      spec.measure_steps = opt.measure_steps;
+      spec.memory_limit_bytes = opt.memory_limit_bytes;
+      const RunResult r = trainer->run(spec);
+      if (r.oom) oom_at[p->seq_len] = std::min(oom_at.count(p->seq_len) ? oom_at[p->seq_len] : INT64_MAX, p->micro_batch);
+      res.measurements.push_back(to_measurement(spec.workload, r));
+      last_run_s = elapsed() - run_start;
+      ev.done = ++done;
+      ev.elapsed_s = elapsed();
+      ev.result = &res.measurements.back();
+      if (progress) progress(ev);
+    }
+  }
+  res.fit = fit_profile(res.measurements, base);
+  res.duration_s = elapsed();
+  return res;
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,58 @@
+#include "calibrate/compare.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lorasim::calib {
+namespace {
+double rel(double predicted, double measured_v) {
+  return measured(measured_v) && measured_v > 0 ? predicted / measured_v - 1 : kNotMeasured;
+}
+}  // namespace
+
+double ComparedSplit::step_time_error() const { return rel(predicted_step_time_s, measured_step_time_s); }
+double ComparedSplit::allocated_error() const { return rel(predicted_allocated_bytes, measured_allocated_bytes); }
+double ComparedSplit::reserved_error() const { return rel(predicted_reserved_bytes, measured_reserved_bytes); }
+
+ComparisonSummary summarize(const std::vector<ComparedSplit>& s) {
+  ComparisonSummary out;
+  double alloc_sum = 0;
+  int alloc_n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const ComparedSplit& c = s[i];
+    if (c.predicted_fits &&
+        (!out.recommended || c.predicted_step_time_s < s[*out.recommended].predicted_step_time_s))
+      out.recommended = i;
+    if (c.measured_oom || !measured(c.measured_step_time_s)) continue;
+    if (!out.fastest_measured || c.measured_step_time_s < s[*out.fastest_measured].measured_step_time_s)
+      out.fastest_measured = i;
+    const double te = std::fabs(c.step_time_error());
+    out.time_mean_abs_err += te;
+    out.time_max_abs_err = std::max(out.time_max_abs_err, te);
+    ++out.points;
+    if (measured(c.measured_reserved_bytes)) {
+      const double re = c.reserved_error();
+      out.reserved_mean_abs_err += std::fabs(re);
+      out.reserved_max_abs_err = std::max(out.reserved_max_abs_err, std::fabs(re));
+      out.reserved_max_under_err = std::max(out.reserved_max_under_err, -re);
+      ++out.memory_points;
+    }
+    if (measured(c.measured_allocated_bytes)) {
+      alloc_sum += std::fabs(c.allocated_error());
+      ++alloc_n;
+    }
+  }
+  if (out.points) out.time_mean_abs_err /= out.points;
+  if (out.memory_points) out.reserved_mean_abs_err /= out.memory_points;
+  if (alloc_n) out.allocated_mean_abs_err = alloc_sum / alloc_n;
+  if (out.recommended) {
+    const ComparedSplit& r = s[*out.recommended];
+    out.recommended_oom = r.measured_oom;
+    out.recommended_was_fastest = out.fastest_measured && *out.fastest_measured == *out.recommended;
+    if (out.fastest_measured && !r.measured_oom && measured(r.measured_step_time_s))
+      out.regret = r.measured_step_time_s / s[*out.fastest_measured].measured_step_time_s - 1;
+  }
+  return out;
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,42 @@
+// Predicted vs measured: per-split signed errors and the summary a user needs to trust a
+// profile (mean and max absolute error, whether the recommendation was the fastest).
+// Torch-free: used by `validate` on live runs and on measurement files alike.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "calibrate/measurement.h"
+
+namespace lorasim::calib {
+
+struct ComparedSplit {
+  int64_t micro_batch = 0, accumulation = 0;
+  double predicted_step_time_s = 0, measured_step_time_s = kNotMeasured;
+  double predicted_allocated_bytes = 0, measured_allocated_bytes = kNotMeasured;
+  double predicted_reserved_bytes = 0, measured_reserved_bytes = kNotMeasured;
+  bool predicted_fits = true;
+  bool measured_oom = false;
+  /// Signed relative errors, (predicted - measured) / measured; NaN when not measured.
+  double step_time_error() const;
+  double allocated_error() const;
+  double reserved_error() const;
+};
+
+struct ComparisonSummary {
+  int points = 0;                       ///< splits measured without OOM
+  double time_mean_abs_err = 0, time_max_abs_err = 0;
+  double reserved_mean_abs_err = 0, reserved_max_abs_err = 0;
+  double reserved_max_under_err = 0;    ///< largest under-prediction of reserved memory (positive)
+  double allocated_mean_abs_err = 0;
+  int memory_points = 0;
+  std::optional<size_t> recommended;     ///< fastest predicted among predicted-to-fit
+  std::optional<size_t> fastest_measured;
+  bool recommended_was_fastest = false;
+  double regret = 0;                    ///< measured(recommended) / measured(fastest) - 1
+  bool recommended_oom = false;         ///< the recommended split ran out of memory
+};
+
+ComparisonSummary summarize(const std::vector<ComparedSplit>& splits);
+
+}  // namespace lorasim::calib

@@ -1,0 +1,158 @@
+// `lorasim calibrate`: real training steps on this machine's device, a fitted cost model,
+// and a hardware profile written atomically.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <iostream>
+#include <sstream>
+
+#include "calibrate/calibration.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/device_profile.h"
+#include "cli/format.h"
+#include "cli/output_path.h"
+#include "model/error.h"
+#include "hwprofiles/profile.h"
+#include "model/architecture.h"
+
+namespace lorasim::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_signal(int) { g_interrupted = true; }
+
+std::vector<int64_t> parse_list(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(parse_int(flag, item, 1));
+  if (out.empty()) throw InputError(flag + " needs a comma-separated list of positive numbers");
+  return out;
+}
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+int cmd_calibrate(const Args& args) {
+  std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "60", memory_limit;
+  std::string steps = "3", lora_rank = "16", precision = "bf16";
+  po::options_description desc("Options");
+  desc.add_options()
+      ("help", "show this help")
+      ("out", po::value(&out), "profile to write (TOML); required")
+      ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
+      ("model", po::value(&model), "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
+      ("budget", po::value(&budget)->default_value(budget), "time budget in seconds, model construction included")
+      ("depths", po::value(&depths), "truncated depths to run, e.g. 2,6 (default 2,6 on CUDA, 1,2 on the CPU)")
+      ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
+      ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
+      ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
+      ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")
+      ("precision", po::value(&precision)->default_value(precision), "CUDA weights precision: bf16 or fp16 (the CPU runs fp32)")
+      ("memory-limit", po::value(&memory_limit), "cap device memory, e.g. 40GiB (runs above it are recorded as out of memory)");
+  const po::variables_map vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << "usage: lorasim calibrate --out FILE [options]\n\n"
+                 "Runs short real LoRA training steps of a reference model truncated to a few depths,\n"
+                 "over micro-batch sizes and sequence lengths, fits the cost model and writes a\n"
+                 "hardware profile. Calibrate once per GPU; then simulate any workload with\n"
+                 "--profile FILE.\n\n"
+                 "examples:\n"
+                 "  lorasim calibrate --device cuda --out my-h200.toml          # about a minute\n"
+                 "  lorasim calibrate --device cpu --model tiny --out cpu.toml\n\n"
+              << desc << "\n";
+    return kOk;
+  }
+  if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
+  check_writable("--out", out);
+
+  calib::CalibrationOptions opt;
+  opt.device = device;
+  const calib::DeviceInfo dev = calib::resolve_device(device);
+  opt.device = dev.spec;
+  opt.reference.arch = model::preset(model.empty() ? (dev.is_cuda ? "qwen3-1.7b" : "tiny") : model);
+  opt.reference.lora.rank = parse_int("--lora-rank", lora_rank, 1);
+  opt.reference.train.precision = dev.is_cuda ? model::parse_precision(precision) : model::Precision::fp32;
+  opt.reference.validate();
+  if (!depths.empty()) opt.depths = parse_list("--depths", depths);
+  if (!seqs.empty()) opt.seq_lens = parse_list("--seq-lens", seqs);
+  opt.max_tokens = parse_int("--max-tokens", max_tokens, 0);
+  opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
+  opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
+  if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
+
+  hw::Profile profile = base_profile_for(dev);
+  std::cerr << "calibrating " << dev.name << " (" << dev.spec << ") with " << opt.reference.arch.name
+            << ", budget " << opt.time_budget_s << " s\n";
+  g_interrupted = false;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const calib::CalibrationResult res = calib::run_calibration(
+      opt, profile.hw,
+      [](const calib::CalibrationProgress& p) {
+        std::cerr << "[" << (p.done < 10 ? " " : "") << p.done << "/" << p.total << "] " << p.label << ": ";
+        if (p.skipped) std::cerr << "skipped";
+        else if (p.result->oom) std::cerr << "out of memory";
+        else
+          std::cerr << "step " << human_seconds(p.result->step_time_s) << ", peak "
+                    << human_bytes(p.result->peak_reserved_bytes) << " reserved";
+        std::cerr << "  (" << fixed(p.elapsed_s, 1) << " s)\n";
+      },
+      [] { return g_interrupted.load(); });
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+
+  profile.hw = res.fit.hardware;
+  profile.hw.calibrated = true;
+  profile.hw.coefficients_precision = opt.reference.train.precision;
+  // What a user should expect: twice the fit's RMS residual, with floors, until `validate`
+  // says otherwise.
+  profile.hw.expected_time_error = std::max(0.05, 2 * res.fit.time_rms_rel);
+  profile.hw.expected_memory_error = std::max(0.02, 2 * res.fit.reserved_rms_rel);
+  profile.origin_source = "lorasim calibrate";
+  auto& c = profile.calibration;
+  c.set("date", today());
+  c.set("device", dev.name);
+  c.set("device_spec", dev.spec);
+  c.set("driver_version", dev.driver_version);
+  c.set("cuda_version", dev.cuda_version);
+  c.set("torch_version", dev.torch_version);
+  c.set("reference_model", opt.reference.arch.name);
+  c.set("precision", std::string(model::precision_name(opt.reference.train.precision)));
+  std::string plan;
+  for (const auto& p : res.plan) plan += (plan.empty() ? "" : "; ") + p.label();
+  c.set("plan", plan);
+  c.set("runs", static_cast<int64_t>(res.measurements.size()));
+  c.set("runs_skipped", static_cast<int64_t>(res.skipped));
+  c.set("duration_s", res.duration_s);
+  c.set("time_rms_rel", res.fit.time_rms_rel);
+  c.set("time_max_rel", res.fit.time_max_rel);
+  c.set("reserved_rms_rel", res.fit.reserved_rms_rel);
+  c.set("reserved_max_rel", res.fit.reserved_max_rel);
+  hw::write_profile_file(profile, out);
+
+  std::cout << "\nfit residuals over " << res.fit.time_points << " runs (predicted vs measured):\n";
+  Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
+  for (const auto& r : res.fit.residuals)
+    t.add({r.label, human_seconds(r.predicted_step_time_s), human_seconds(r.measured_step_time_s),
+           fixed(100 * (r.predicted_step_time_s / r.measured_step_time_s - 1), 1) + "%",
+           human_bytes(r.predicted_reserved_bytes), human_bytes(r.measured_reserved_bytes),
+           fixed(100 * (r.predicted_reserved_bytes / r.measured_reserved_bytes - 1), 1) + "%"});
+  t.print(std::cout);
+  std::cout << "\nstep time: rms " << fixed(100 * res.fit.time_rms_rel, 1) << "%, max "
+            << fixed(100 * res.fit.time_max_rel, 1) << "%; peak reserved: rms "
+            << fixed(100 * res.fit.reserved_rms_rel, 1) << "%, max " << fixed(100 * res.fit.reserved_max_rel, 1)
+            << "%\ncalibration took " << fixed(res.duration_s, 1) << " s (" << res.measurements.size() << " runs, "
+            << res.skipped << " skipped)\nwrote " << out << "\n";
+  return kOk;
+}
+
+}  // namespace lorasim::cli

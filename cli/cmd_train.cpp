@@ -1,0 +1,93 @@
+// `lorasim train`: real LoRA training steps of one split, with measured time and memory.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/measurement.h"
+#include "calibrate/runner.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/describe.h"
+#include "cli/format.h"
+
+namespace lorasim::cli {
+
+int cmd_train(const Args& args) {
+  WorkloadArgs wa;
+  std::string device = "auto", micro = "1", accum = "1", steps = "10", warmup = "1", format = "table", memory_limit;
+  po::options_description desc("Options");
+  desc.add_options()
+      ("help", "show this help")
+      ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
+      ("micro-batch", po::value(&micro)->default_value(micro), "sequences per forward/backward")
+      ("accum", po::value(&accum)->default_value(accum), "gradient accumulation steps")
+      ("steps", po::value(&steps)->default_value(steps), "measured optimizer steps")
+      ("warmup", po::value(&warmup)->default_value(warmup), "optimizer steps before measuring");
+  add_workload_options(desc, wa);
+  desc.add_options()
+      ("memory-limit", po::value(&memory_limit), "cap device memory, e.g. 20GiB")
+      ("format", po::value(&format)->default_value(format), "table or json");
+  const po::variables_map vm = parse(args, desc);
+  if (vm.count("help")) {
+    std::cout << "usage: lorasim train [options]\n\n"
+                 "Runs real LoRA training steps (random weights and tokens: speed and memory do not\n"
+                 "depend on the values) and reports the measured step time and peak memory.\n\n"
+                 "examples:\n"
+                 "  lorasim train --device cuda --model qwen3-1.7b --micro-batch 4 --accum 4 --seq-len 512 --steps 50\n"
+                 "  lorasim train --device cpu --model tiny --micro-batch 2 --accum 2 --seq-len 64\n\n"
+              << desc << "\n";
+    return kOk;
+  }
+  const Format fmt = parse_format(format);
+  const calib::DeviceInfo dev = calib::resolve_device(device);
+  calib::RunSpec spec;
+  spec.workload = build_workload(wa, dev.is_cuda);
+  if (!dev.is_cuda) spec.workload.train.precision = model::Precision::fp32;  // the CPU runner trains in fp32
+  spec.micro_batch = parse_int("--micro-batch", micro, 1);
+  spec.accumulation = parse_int("--accum", accum, 1);
+  spec.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
+  spec.warmup_steps = static_cast<int>(parse_int("--warmup", warmup, 0));
+  if (!memory_limit.empty()) spec.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
+
+  std::cerr << "building " << spec.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
+  calib::Trainer trainer(spec.workload, dev.spec);
+  std::cerr << "training " << spec.warmup_steps << " warm-up + " << spec.measure_steps << " measured steps of "
+            << spec.micro_batch << " x " << spec.accumulation << "...\n";
+  const calib::RunResult r = trainer.run(spec);
+
+  nlohmann::json j = {{"device", dev.name}, {"workload", workload_json(spec.workload)},
+                      {"micro_batch", spec.micro_batch}, {"accumulation", spec.accumulation}, {"oom", r.oom}};
+  if (!r.oom) {
+    j["step_time_s"] = r.step_time_s;
+    j["micro_batch_time_s"] = r.micro_batch_time_s;
+    j["optimizer_time_s"] = r.optimizer_time_s;
+    j["host_time_s"] = calib::measured(r.host_time_s) ? nlohmann::json(r.host_time_s) : nlohmann::json(nullptr);
+    j["device_time_s"] = calib::measured(r.device_time_s) ? nlohmann::json(r.device_time_s) : nlohmann::json(nullptr);
+    j["peak_allocated_bytes"] = r.peak_allocated_bytes;
+    j["peak_reserved_bytes"] = r.peak_reserved_bytes;
+    j["tokens_per_s"] = static_cast<double>(spec.micro_batch * spec.accumulation * spec.workload.train.seq_len) / r.step_time_s;
+    j["losses"] = r.losses;
+  } else {
+    j["error"] = r.error;
+  }
+  if (fmt == Format::json) {
+    std::cout << j.dump(2) << "\n";
+  } else if (r.oom) {
+    std::cout << "out of memory at micro-batch " << spec.micro_batch << ": " << r.error << "\n";
+  } else {
+    std::cout << "workload:        " << spec.workload.arch.name << ", " << workload_line(spec.workload) << "\n"
+              << "split:           micro-batch " << spec.micro_batch << " x accumulation " << spec.accumulation << "\n"
+              << "step time:       " << human_seconds(r.step_time_s) << " (median of " << spec.measure_steps << ")\n"
+              << "micro-batch:     " << human_seconds(r.micro_batch_time_s);
+    if (calib::measured(r.host_time_s))
+      std::cout << " (host dispatch " << human_seconds(r.host_time_s) << ", device " << human_seconds(r.device_time_s) << ")";
+    std::cout << "\noptimizer step:  " << human_seconds(r.optimizer_time_s) << "\n"
+              << "throughput:      " << fixed(j["tokens_per_s"].get<double>(), 0) << " tokens/s\n"
+              << "peak memory:     " << human_bytes(static_cast<double>(r.peak_allocated_bytes)) << " allocated, "
+              << human_bytes(static_cast<double>(r.peak_reserved_bytes)) << " reserved\n"
+              << "loss:            " << (r.losses.empty() ? 0.0 : r.losses.front()) << " -> "
+              << (r.losses.empty() ? 0.0 : r.losses.back()) << "\n";
+  }
+  return r.oom ? kCalibration : kOk;
+}
+
+}  // namespace lorasim::cli
