@@ -1,0 +1,391 @@
+// The Trainer: HF-style training steps on the calibration model, with the timing and memory
+// measurements calibration fits the cost model to.
+#include "calibrate/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <torch/cuda.h>
+#include <torch/torch.h>
+
+#ifdef LORASIM_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Sleep.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
+#include "calibrate/lora_decoder.h"
+#include "calibrate/memory_meter.h"
+#include "model/error.h"
+
+namespace lorasim::calib {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+torch::ScalarType compute_dtype(const DeviceInfo& device, model::Precision p) {
+  // CPUs lack fast bf16/fp16 kernels, and CPU runs exist for tests and demos: fp32 there.
+  if (!device.is_cuda) return torch::kFloat32;
+  switch (p) {
+    case model::Precision::bf16: return torch::kBFloat16;
+    case model::Precision::fp16: return torch::kHalf;
+    case model::Precision::fp32: return torch::kFloat32;
+  }
+  return torch::kFloat32;
+}
+
+bool is_out_of_memory(const std::string& message) {
+  return message.find("out of memory") != std::string::npos ||
+         message.find("OutOfMemory") != std::string::npos;
+}
+
+// A run may change only the sequence length: everything else shapes the model.
+void check_same_model(const model::Workload& built, const model::Workload& asked) {
+  const auto& a = built.arch;
+  const auto& b = asked.arch;
+  const bool same_arch = a.hidden_size == b.hidden_size && a.intermediate_size == b.intermediate_size &&
+                         a.num_layers == b.num_layers && a.num_heads == b.num_heads &&
+                         a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
+                         a.vocab_size == b.vocab_size && a.tie_embeddings == b.tie_embeddings &&
+                         a.qk_norm == b.qk_norm && a.attention_bias == b.attention_bias &&
+                         a.rope_theta == b.rope_theta && a.rms_norm_eps == b.rms_norm_eps;
+  const bool same_lora = built.lora.rank == asked.lora.rank && built.lora.alpha == asked.lora.alpha &&
+                         built.lora.targets == asked.lora.targets;
+  const bool same_train = built.train.precision == asked.train.precision &&
+                          built.train.grad_ckpt == asked.train.grad_ckpt;
+  if (!same_arch || !same_lora || !same_train)
+    throw InputError("a calibration run must use the trainer's model ('" + a.name + "', " +
+                     std::to_string(a.num_layers) + " layers, its LoRA and precision settings); only "
+                     "the sequence length may differ: build another Trainer for '" + b.name + "'");
+}
+
+// Restores "no limit" however a run ends.
+struct LimitGuard {
+  MemoryMeter& meter;
+  LimitGuard(MemoryMeter& m, int64_t bytes) : meter(m) { meter.set_limit(bytes); }
+  ~LimitGuard() { meter.set_limit(0); }
+};
+
+struct StepTiming {
+  double step_s = 0;
+  std::vector<double> micro_batch_s;  // CPU: each micro-batch; CUDA: one mean over the step
+  double optimizer_s = 0;
+  double loss = 0;
+};
+
+}  // namespace
+
+struct Trainer::Impl {
+  model::Workload workload;
+  DeviceInfo info;
+  torch::Device device;
+  torch::ScalarType dtype;
+  std::unique_ptr<MemoryMeter> memory;
+  LoraDecoder model{nullptr};
+  std::vector<torch::Tensor> adapters;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  Data data = Data::random;
+  std::mt19937_64 data_rng;
+  std::vector<torch::Tensor> base_copy;
+  double sleep_cycles_per_s = 0;  // CUDA: rate of at::cuda::sleep, measured once
+
+  Impl(const model::Workload& w, const std::string& device_spec, uint64_t seed)
+      : workload(w),
+        info(resolve_device(device_spec)),
+        device(info.spec),
+        dtype(compute_dtype(info, w.train.precision)),
+        data_rng(seed ^ 0x9e3779b97f4a7c15ULL) {
+    // The meter comes first: on the CPU it installs the counting allocator, which must see
+    // the weights allocated next.
+    memory = MemoryMeter::for_device(info.is_cuda, device.has_index() ? device.index() : 0);
+    torch::manual_seed(seed);
+    model = LoraDecoder(workload, device, dtype);
+    adapters = model->adapter_parameters();
+    optimizer = std::make_unique<torch::optim::AdamW>(
+        adapters, torch::optim::AdamWOptions(1e-4).weight_decay(0));
+  }
+
+  // (b, s) token ids on the device, drawn on the host so runs are reproducible per seed.
+  torch::Tensor make_batch(int64_t b, int64_t s, std::mt19937_64& rng) const {
+    const int64_t vocab = workload.arch.vocab_size;
+    // The learnable pattern cycles through a few tokens: with frozen random weights a LoRA
+    // learns that within a few dozen steps (a full-vocabulary pattern barely moves the loss).
+    const int64_t cycle = std::min<int64_t>(vocab, 8);
+    std::uniform_int_distribution<int64_t> token(0, vocab - 1);
+    std::vector<int64_t> ids(static_cast<size_t>(b * s));
+    for (int64_t i = 0; i < b; ++i) {
+      const int64_t start = token(rng);
+      for (int64_t t = 0; t < s; ++t)
+        ids[static_cast<size_t>(i * s + t)] = data == Data::learnable ? (start + t) % cycle : token(rng);
+    }
+    return torch::tensor(ids, torch::kInt64).view({b, s}).to(device);
+  }
+
+  // One micro-batch as HF's Trainer runs it: forward, loss / a, backward. No host sync.
+  torch::Tensor micro_batch(const torch::Tensor& input_ids, int64_t accumulation) {
+    const auto logits = model->forward(input_ids);  // (b, s, vocab)
+    const auto loss = LoraDecoderImpl::causal_lm_loss(logits, input_ids) / static_cast<double>(accumulation);
+    loss.backward();
+    return loss.detach();
+  }
+
+  // zero_grad(set_to_none=True), PyTorch 2.x's default and what HF's Trainer gets: the next
+  // step's first backward allocates fresh gradients instead of adding into zeros.
+  void clear_gradients() {
+    for (auto& p : adapters) p.mutable_grad() = torch::Tensor();
+  }
+
+  void optimizer_step() {
+    optimizer->step();
+    clear_gradients();
+  }
+
+  void synchronize() {
+#ifdef LORASIM_TORCH_CUDA
+    if (info.is_cuda) torch::cuda::synchronize(device.index());
+#endif
+  }
+
+  StepTiming train_step(int64_t b, int64_t a, int64_t s) {
+    std::vector<torch::Tensor> batches;
+    for (int64_t i = 0; i < a; ++i) batches.push_back(make_batch(b, s, data_rng));
+    auto loss_sum = torch::zeros({}, torch::TensorOptions().device(device).dtype(torch::kFloat32));
+    StepTiming t;
+    if (info.is_cuda) {
+#ifdef LORASIM_TORCH_CUDA
+      // Events time the GPU's view: a step ends when its last kernel ends. The micro-batches
+      // run back to back without a sync, so their mean is the steady-state time max(H, G).
+      synchronize();
+      at::cuda::CUDAEvent start(cudaEventDefault), backward_done(cudaEventDefault), end(cudaEventDefault);
+      start.record();
+      for (const auto& ids : batches) loss_sum += micro_batch(ids, a);
+      backward_done.record();
+      optimizer_step();
+      end.record();
+      end.synchronize();
+      t.step_s = start.elapsed_time(end) / 1e3;
+      t.micro_batch_s.push_back(start.elapsed_time(backward_done) / 1e3 / static_cast<double>(a));
+      t.optimizer_s = backward_done.elapsed_time(end) / 1e3;
+#endif
+    } else {
+      const auto step_start = Clock::now();
+      for (const auto& ids : batches) {
+        const auto t0 = Clock::now();
+        loss_sum += micro_batch(ids, a);
+        t.micro_batch_s.push_back(seconds_since(t0));
+      }
+      const auto t0 = Clock::now();
+      optimizer_step();
+      t.optimizer_s = seconds_since(t0);
+      t.step_s = seconds_since(step_start);
+    }
+    t.loss = loss_sum.item<double>();
+    return t;
+  }
+
+#ifdef LORASIM_TORCH_CUDA
+  double sleep_rate() {
+    if (sleep_cycles_per_s > 0) return sleep_cycles_per_s;
+    constexpr int64_t kCycles = 20'000'000;  // about 10 ms on a 2 GHz GPU
+    for (int i = 0; i < 2; ++i) {  // the first call may pay for loading the kernel
+      synchronize();
+      at::cuda::CUDAEvent a(cudaEventDefault), b(cudaEventDefault);
+      a.record();
+      at::cuda::sleep(kCycles);
+      b.record();
+      b.synchronize();
+      sleep_cycles_per_s = static_cast<double>(kCycles) / (a.elapsed_time(b) / 1e3);
+    }
+    return sleep_cycles_per_s;
+  }
+#endif
+
+  // Host dispatch vs device execution of one micro-batch. The GPU is kept busy by a sleep
+  // kernel while the host enqueues the whole micro-batch, so the host time is pure dispatch
+  // and the events (e0 completes when the sleep ends) bracket pure GPU execution.
+  void measure_host_device(int64_t b, int64_t a, int64_t s, int repeats, RunResult& r) {
+#ifdef LORASIM_TORCH_CUDA
+    const double rate = sleep_rate();
+    double expected_host_s = std::max(r.micro_batch_time_s, 1e-3);  // wall >= host
+    std::vector<double> host, dev;
+    for (int rep = 0; rep < repeats; ++rep) {
+      const auto ids = make_batch(b, s, data_rng);
+      bool measured = false;
+      for (int attempt = 0; attempt < 2 && !measured; ++attempt) {
+        const double sleep_s = (attempt == 0 ? 2.0 : 6.0) * expected_host_s;
+        synchronize();
+        at::cuda::CUDAEvent e0(cudaEventDefault), e1(cudaEventDefault);
+        at::cuda::sleep(static_cast<int64_t>(sleep_s * rate));
+        e0.record();
+        const auto t0 = Clock::now();
+        micro_batch(ids, a);
+        const double host_s = seconds_since(t0);
+        e1.record();
+        e1.synchronize();
+        clear_gradients();
+        // A host time close to the sleep means the launch queue filled and the host waited
+        // for the GPU: not pure dispatch. Retry once with a longer sleep.
+        if (host_s < 0.9 * sleep_s) {
+          host.push_back(host_s);
+          dev.push_back(e0.elapsed_time(e1) / 1e3);
+          measured = true;
+        } else {
+          expected_host_s = std::max(expected_host_s, host_s);
+        }
+      }
+      if (!measured) return;  // unreliable: leave NaN
+    }
+    r.host_time_s = median(host);
+    r.device_time_s = median(dev);
+#else
+    (void)b, (void)a, (void)s, (void)repeats, (void)r;
+#endif
+  }
+
+  RunResult run(const RunSpec& spec) {
+    check_same_model(workload, spec.workload);
+    spec.workload.validate();
+    if (spec.micro_batch < 1 || spec.accumulation < 1)
+      throw InputError("micro-batch and accumulation must be at least 1, got " +
+                       std::to_string(spec.micro_batch) + " x " + std::to_string(spec.accumulation));
+    if (spec.warmup_steps < 0 || spec.measure_steps < 1)
+      throw InputError("a run needs warmup_steps >= 0 and measure_steps >= 1");
+    if (spec.memory_limit_bytes < 0) throw InputError("memory_limit_bytes must be 0 (none) or positive");
+
+    const int64_t b = spec.micro_batch, a = spec.accumulation, s = spec.workload.train.seq_len;
+    RunResult r;
+    r.micro_batch = b;
+    r.accumulation = a;
+    r.seq_len = s;
+    r.num_layers = workload.arch.num_layers;
+#ifdef LORASIM_TORCH_CUDA
+    std::unique_ptr<c10::cuda::CUDAGuard> guard;
+    if (info.is_cuda) guard = std::make_unique<c10::cuda::CUDAGuard>(device.index());
+#endif
+    std::string oom_message;
+    try {
+      LimitGuard limit(*memory, spec.memory_limit_bytes);
+      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(b, a, s).loss);
+      // Peak over the measured steps only; AdamW's moments exist by now (after a warm-up
+      // step) or appear during the first measured step, so the peak includes them.
+      synchronize();
+      memory->release_cache();
+      memory->reset_peak();
+      std::vector<double> step_s, micro_s, opt_s;
+      for (int i = 0; i < spec.measure_steps; ++i) {
+        const StepTiming t = train_step(b, a, s);
+        step_s.push_back(t.step_s);
+        micro_s.insert(micro_s.end(), t.micro_batch_s.begin(), t.micro_batch_s.end());
+        opt_s.push_back(t.optimizer_s);
+        r.losses.push_back(t.loss);
+      }
+      r.peak_allocated_bytes = memory->peak_allocated_bytes();
+      r.peak_reserved_bytes = memory->peak_reserved_bytes();
+      r.step_time_s = median(step_s);
+      r.micro_batch_time_s = median(micro_s);
+      r.optimizer_time_s = median(opt_s);
+      if (!info.is_cuda)
+        r.device_time_s = r.micro_batch_time_s;  // one thread does both: no split to measure
+      else if (spec.split_host_device)
+        measure_host_device(b, a, s, spec.measure_steps, r);
+    } catch (const c10::Error& e) {
+      if (!is_out_of_memory(e.what()) && dynamic_cast<const c10::OutOfMemoryError*>(&e) == nullptr)
+        throw CalibrationError(std::string("training step failed on ") + info.spec + ": " +
+                               e.what_without_backtrace());
+      oom_message = e.what_without_backtrace();
+    } catch (const std::bad_alloc&) {
+      oom_message = "host out of memory (std::bad_alloc)";
+    }
+    if (!oom_message.empty()) {
+      // Every activation died with the stack; what is left is gradients and the cache.
+      clear_gradients();
+      synchronize();
+      memory->release_cache();
+      r.oom = true;
+      r.error = oom_message.substr(0, oom_message.find('\n'));
+    }
+    return r;
+  }
+};
+
+Trainer::Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed) {
+  w.validate();
+  try {
+    impl_ = std::make_unique<Impl>(w, device_spec, seed);
+  } catch (const c10::Error& e) {
+    throw CalibrationError("cannot build the calibration model of '" + w.arch.name + "' on " +
+                           device_spec + ": " + e.what_without_backtrace());
+  }
+}
+
+Trainer::~Trainer() = default;
+
+RunResult Trainer::run(const RunSpec& spec) { return impl_->run(spec); }
+
+const DeviceInfo& Trainer::device() const { return impl_->info; }
+
+const model::Workload& Trainer::workload() const { return impl_->workload; }
+
+void Trainer::set_data(Data data) { impl_->data = data; }
+
+void Trainer::set_learning_rate(double lr) {
+  for (auto& group : impl_->optimizer->param_groups())
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+}
+
+void Trainer::randomize_adapters(uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(seed);
+  for (const auto& item : impl_->model->named_parameters()) {
+    const std::string& name = item.key();
+    if (name.size() >= 6 && name.compare(name.size() - 6, 6, "lora_b") == 0)
+      item.value().normal_(0.0, 0.02);
+  }
+}
+
+std::vector<float> Trainer::accumulated_gradients(int64_t micro_batch, int64_t accumulation,
+                                                  int64_t seq_len, uint64_t data_seed) {
+  Impl& m = *impl_;
+  m.clear_gradients();
+  std::mt19937_64 rng(data_seed);
+  const auto all = m.make_batch(micro_batch * accumulation, seq_len, rng);  // (b * a, s)
+  for (int64_t i = 0; i < accumulation; ++i)
+    m.micro_batch(all.narrow(0, i * micro_batch, micro_batch), accumulation);
+  std::vector<float> out;
+  for (const auto& p : m.adapters) {
+    const auto g = (p.grad().defined() ? p.grad() : torch::zeros_like(p))
+                       .detach().to(torch::kCPU, torch::kFloat32).contiguous().view({-1});
+    out.insert(out.end(), g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+  }
+  m.clear_gradients();
+  return out;
+}
+
+void Trainer::snapshot_base_weights() {
+  impl_->base_copy.clear();
+  for (const auto& p : impl_->model->base_parameters()) impl_->base_copy.push_back(p.detach().clone());
+}
+
+bool Trainer::base_weights_unchanged() const {
+  const auto now = impl_->model->base_parameters();
+  if (now.size() != impl_->base_copy.size()) return false;
+  for (size_t i = 0; i < now.size(); ++i)
+    if (!torch::equal(now[i], impl_->base_copy[i])) return false;
+  return true;
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,86 @@
+// The calibration runner's public API: a Trainer owns one LoRA model on one device and
+// runs real training steps (micro-batches with gradient accumulation, then AdamW), measuring
+// step time, per-micro-batch time (host dispatch vs device execution on CUDA) and peak memory.
+// No torch types here: the CLI includes this without LibTorch's headers.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "calibrate/device.h"
+#include "model/workload.h"
+
+namespace lorasim::calib {
+
+struct RunSpec {
+  model::Workload workload;          ///< arch may be truncated (model::truncated)
+  int64_t micro_batch = 1;           ///< sequences per forward/backward
+  int64_t accumulation = 1;          ///< micro-batches per optimizer step
+  int warmup_steps = 1;              ///< full optimizer steps before measuring
+  int measure_steps = 3;             ///< timed optimizer steps (median reported)
+  int64_t memory_limit_bytes = 0;    ///< 0 = the device's own; >0 forces OOM above it
+  bool split_host_device = true;     ///< CUDA: also measure host dispatch vs device time
+};
+
+struct RunResult {
+  int64_t micro_batch = 0, accumulation = 0, seq_len = 0, num_layers = 0;
+  bool oom = false;                  ///< out of memory: recorded, memory released, caller goes on
+  std::string error;                 ///< the out-of-memory message when oom
+  double step_time_s = 0;            ///< median full optimizer step (a micro-batches + AdamW + zero_grad)
+  double micro_batch_time_s = 0;     ///< median wall time of one micro-batch in steady state
+  double host_time_s = std::numeric_limits<double>::quiet_NaN();    ///< median host dispatch time of one micro-batch (CUDA); NaN if not measured or unreliable
+  double device_time_s = std::numeric_limits<double>::quiet_NaN();  ///< median device execution time of one micro-batch (CUDA); on CPU = micro_batch_time_s
+  double optimizer_time_s = 0;       ///< median AdamW step + zero_grad
+  int64_t peak_allocated_bytes = 0;  ///< peak over the measured steps, AdamW state included
+  int64_t peak_reserved_bytes = 0;   ///< same, plus the caching allocator's slack (= allocated on CPU)
+  std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a)
+};
+
+/// Owns one model on one device; reusable across many runs (building a model is expensive).
+/// Runs must keep the trainer's workload except for the sequence length.
+class Trainer {
+ public:
+  /// Builds the model of `w` with random frozen weights (seeded) on the device named by
+  /// `device_spec` (see resolve_device). Throws InputError for a bad workload or device.
+  Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed = 0);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Runs warm-up and measured optimizer steps. An out-of-memory is returned as
+  /// RunResult::oom with everything released; other failures throw CalibrationError, and a
+  /// spec that does not fit this trainer throws InputError.
+  RunResult run(const RunSpec& spec);
+
+  const DeviceInfo& device() const;
+  const model::Workload& workload() const;
+
+  // ---- Test hooks (tests/calibrate); calibration does not need them. ----
+
+  /// Training data: uniform random tokens (default, what calibration measures) or a
+  /// learnable pattern token[t+1] = (token[t] + 1) % 8 from a random start.
+  enum class Data { random, learnable };
+  void set_data(Data data);
+  /// AdamW learning rate (default 1e-4; values do not affect time or memory).
+  void set_learning_rate(double lr);
+  /// Gives every LoRA B a random value (PEFT starts it at zero, which makes A's gradient zero).
+  void randomize_adapters(uint64_t seed);
+  /// Forward + backward over one batch of micro_batch * accumulation sequences drawn from
+  /// `data_seed`, split HF-style into `accumulation` micro-batches (loss / a each), without
+  /// an optimizer step. Returns every adapter gradient flattened, in parameter order, then
+  /// clears the gradients.
+  std::vector<float> accumulated_gradients(int64_t micro_batch, int64_t accumulation,
+                                           int64_t seq_len, uint64_t data_seed);
+  /// Copies every frozen base tensor; base_weights_unchanged() compares against the copy
+  /// bit for bit (torch::equal).
+  void snapshot_base_weights();
+  bool base_weights_unchanged() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lorasim::calib
