@@ -3,11 +3,24 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
 
 #include "model/error.h"
 #include "model/hf_config.h"
 
 namespace lorasim::cli {
+namespace {
+
+/// "0.9", not std::to_string's "0.900000".
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
 
 void add_workload_options(po::options_description& desc, WorkloadArgs& a) {
   desc.add_options()
@@ -42,6 +55,9 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t min)
   long long v = 0;
   try {
     v = std::stoll(text, &used);
+  } catch (const std::out_of_range&) {
+    throw InputError(flag + " must be between " + std::to_string(min) + " and " +
+                     std::to_string(std::numeric_limits<long long>::max()) + ", got " + text);
   } catch (const std::exception&) {
     used = 0;
   }
@@ -63,8 +79,7 @@ double parse_real(const std::string& flag, const std::string& text, double lo, d
   if (used == 0 || used != text.size() || !std::isfinite(v))
     throw InputError(flag + " must be a number, got '" + text + "'");
   if (v < lo || v > hi)
-    throw InputError(flag + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                     ", got " + text);
+    throw InputError(flag + " must be between " + shortest(lo) + " and " + shortest(hi) + ", got " + text);
   return v;
 }
 
@@ -89,6 +104,8 @@ int64_t parse_bytes(const std::string& flag, const std::string& text) {
   if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
     throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB or 16000000000, got '" +
                      text + "'");
+  // Beyond int64 the conversion is undefined; no device comes near 8 EiB anyway.
+  if (v * scale >= 9.2e18) throw InputError(flag + " must be below 8 EiB, got '" + text + "'");
   return static_cast<int64_t>(v * scale);
 }
 

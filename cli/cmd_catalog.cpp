@@ -33,7 +33,10 @@ int cmd_profiles(const Args& args) {
   if (!parse_format_only(args, "usage: lorasim profiles [--format table|csv|json]\n\n"
                                "Lists the GPU profiles embedded in this binary. A prior profile holds\n"
                                "datasheet figures and rule-of-thumb coefficients; a calibrated one was\n"
-                               "fitted from real training steps on that GPU.",
+                               "fitted from real training steps on that GPU.\n\n"
+                               "examples:\n"
+                               "  lorasim profiles\n"
+                               "  lorasim profiles --format json",
                          format))
     return kOk;
   nlohmann::json all = nlohmann::json::array();
@@ -70,7 +73,10 @@ int cmd_models(const Args& args) {
   Format format;
   if (!parse_format_only(args, "usage: lorasim models [--format table|csv|json]\n\n"
                                "Lists the built-in architecture presets (use with --model NAME). Other\n"
-                               "Llama/Qwen/Mistral-style models: --model-config path/to/config.json.",
+                               "Llama/Qwen/Mistral-style models: --model-config path/to/config.json.\n\n"
+                               "examples:\n"
+                               "  lorasim models\n"
+                               "  lorasim models --format csv",
                          format))
     return kOk;
   nlohmann::json all = nlohmann::json::array();

@@ -12,7 +12,8 @@ namespace lorasim::sim {
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> low, high;
-  for (int64_t d = 1; d * d <= n; ++d) {
+  // d <= n / d, not d * d <= n: the square overflows for B near INT64_MAX.
+  for (int64_t d = 1; d <= n / d; ++d) {
     if (n % d != 0) continue;
     low.push_back(d);
     if (d != n / d) high.push_back(n / d);
