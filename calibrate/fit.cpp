@@ -168,8 +168,16 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
       oy.push_back(r.m->optimizer_time_s);
     }
   }
-  // The runner measured host and device separately on enough rows: fit each directly.
-  if (hw.overlap == model::Overlap::max && hy.size() >= 4 && oy.size() >= 2) {
+  // The runner measured host and device separately on enough rows, at two or more operator
+  // counts (depths): fit each directly. Otherwise the split cannot tell fixed from
+  // per-operator host cost, and the joint fit below is the better estimate.
+  double min_ops = INFINITY, max_ops = 0;
+  for (const auto& x : hx) {
+    min_ops = std::min(min_ops, x(1));
+    max_ops = std::max(max_ops, x(1));
+  }
+  const bool split_usable = hy.size() >= 4 && max_ops > 1.2 * min_ops;
+  if (hw.overlap == model::Overlap::max && split_usable && oy.size() >= 2) {
     set_host(hw.time, fit_relative(hx, hy));
     set_device(hw.time, fit_relative(dx, dy));
     set_optimizer(hw.time, fit_relative(ox, oy));

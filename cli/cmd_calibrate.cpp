@@ -51,7 +51,7 @@ int cmd_calibrate(const Args& args) {
       ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
       ("model", po::value(&model), "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
       ("budget", po::value(&budget)->default_value(budget), "time budget in seconds, model construction included")
-      ("depths", po::value(&depths), "truncated depths to run, e.g. 2,6 (default 2,6 on CUDA, 1,2 on the CPU)")
+      ("depths", po::value(&depths), "truncated depths to run, e.g. 1,3 (default 1,3 on CUDA, 1,2 on the CPU)")
       ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
       ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
       ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
@@ -102,8 +102,14 @@ int cmd_calibrate(const Args& args) {
         if (p.skipped) std::cerr << "skipped";
         else if (p.result->oom) std::cerr << "out of memory";
         else
-          std::cerr << "step " << human_seconds(p.result->step_time_s) << ", peak "
-                    << human_bytes(p.result->peak_reserved_bytes) << " reserved";
+        {
+          std::cerr << "step " << human_seconds(p.result->step_time_s) << ", micro-batch "
+                    << human_seconds(p.result->micro_batch_time_s);
+          if (calib::measured(p.result->host_time_s))
+            std::cerr << " (host " << human_seconds(p.result->host_time_s) << ", device "
+                      << human_seconds(p.result->device_time_s) << ")";
+          std::cerr << ", peak " << human_bytes(p.result->peak_reserved_bytes) << " reserved";
+        }
         std::cerr << "  (" << fixed(p.elapsed_s, 1) << " s)\n";
       },
       [] { return g_interrupted.load(); });
