@@ -53,12 +53,26 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
     plan.insert(plan.end(), anchors.begin(), anchors.end());
     plan.insert(plan.end(), fill.begin(), fill.end());
   }
+  // A deeper model, timed whole: its kernels overflow the launch queue, so host and device
+  // overlap less than in the shallow runs, which is what a full-depth model sees.
+  const int64_t deep_default = is_cuda ? std::min<int64_t>(8, full) : 0;
+  const int64_t deep = opt.deep_depth < 0 ? deep_default : std::min(opt.deep_depth, full);
+  if (deep > depths.back()) {
+    for (int64_t s : {seqs.front(), seqs[seqs.size() / 2]}) {
+      const int64_t top = std::max<int64_t>(1, max_tokens / s);
+      for (int64_t b : {int64_t{1}, std::max<int64_t>(1, top / 8), std::max<int64_t>(1, top / 2)}) {
+        PlannedRun p{deep, s, b, 2};
+        p.split = false;
+        if (plan.empty() || plan.back().label() != p.label()) plan.push_back(p);
+      }
+    }
+  }
   // Checkpointing changes the operator count and the activation profile; a larger rank
   // separates the optimizer's per-parameter from its per-tensor cost.
-  const int64_t deep = depths.back(), mid_seq = seqs[seqs.size() / 2];
+  const int64_t mid_seq = seqs[seqs.size() / 2];
   const int64_t ckpt_b = std::max<int64_t>(1, std::min<int64_t>(4, max_tokens / mid_seq));
-  plan.push_back({deep, mid_seq, 1, 2, true});
-  plan.push_back({deep, mid_seq, ckpt_b, 2, true});
+  plan.push_back({depths.back(), mid_seq, 1, 2, true});
+  plan.push_back({depths.back(), mid_seq, ckpt_b, 2, true});
   plan.push_back({depths.front(), mid_seq, 2, 2, false, opt.reference.lora.rank * 4});
   return plan;
 }
@@ -141,6 +155,7 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
       spec.accumulation = p->accumulation;
       spec.measure_steps = opt.measure_steps;
       spec.memory_limit_bytes = opt.memory_limit_bytes;
+      spec.split_host_device = p->split;
       const RunResult r = trainer->run(spec);
       if (r.oom) oom_at[p->seq_len] = std::min(oom_at.count(p->seq_len) ? oom_at[p->seq_len] : INT64_MAX, p->micro_batch);
       res.measurements.push_back(to_measurement(spec.workload, r));

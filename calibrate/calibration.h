@@ -19,6 +19,7 @@ struct CalibrationOptions {
   std::string device = "auto";         ///< auto, cpu, cuda, cuda:N
   model::Workload reference;           ///< full-depth reference workload (its seq_len is ignored)
   std::vector<int64_t> depths;         ///< truncated depths to run; empty: a default per device
+  int64_t deep_depth = -1;             ///< a deeper model timed whole (no split); -1: default, 0: none
   std::vector<int64_t> seq_lens;       ///< sequence lengths; empty: a default per device
   int64_t max_tokens = 0;              ///< largest micro-batch in tokens; 0: a default per device
   double time_budget_s = 60;           ///< stop adding runs past this (model construction included)
@@ -31,6 +32,7 @@ struct PlannedRun {
   int64_t depth, seq_len, micro_batch, accumulation;
   bool grad_ckpt = false;
   int64_t lora_rank = 0;  ///< 0: the reference's rank
+  bool split = true;      ///< also measure host vs device time (needs a shallow model)
   std::string label() const;
 };
 

@@ -17,6 +17,9 @@ struct Row {
   const Measurement* m;
   model::Features f;
   double lora_tensors, trainable;
+  double accumulating_share() const {  // micro-batches of a step that add into gradients
+    return static_cast<double>(m->accumulation - 1) / static_cast<double>(m->accumulation);
+  }
 };
 
 std::string label_of(const Measurement& m) {
@@ -38,11 +41,14 @@ Eigen::VectorXd fit_relative(const std::vector<Eigen::VectorXd>& x, const std::v
   return nnls(A, b);
 }
 
-// Regressors of the host and device time of one micro-batch.
-Eigen::VectorXd host_x(const model::Features& f) { return (Eigen::VectorXd(2) << 1.0, f.host_ops).finished(); }
-Eigen::VectorXd device_x(const model::Features& f) {
+// Regressors of the host and device time of one micro-batch; `extra_ops` are the
+// gradient-accumulation adds of a micro-batch that is not the first of its step.
+Eigen::VectorXd host_x(const model::Features& f, double extra_ops = 0) {
+  return (Eigen::VectorXd(2) << 1.0, f.host_ops + extra_ops).finished();
+}
+Eigen::VectorXd device_x(const model::Features& f, double extra_ops = 0) {
   return (Eigen::VectorXd(6) << 1.0, f.gemm_flops, f.gemm_flops_per_token, f.attention_flops, f.memory_bytes,
-          f.host_ops)
+          f.host_ops + extra_ops)
       .finished();
 }
 Eigen::VectorXd optimizer_x(const Row& r) {
@@ -95,7 +101,10 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       const double a = static_cast<double>(r.m->accumulation);
+      const double extra = (a - 1) * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
       Eigen::VectorXd h = host_x(r.f) * a, d = device_x(r.f) * a, o = optimizer_x(r);
+      h(1) += extra;
+      d(5) += extra;
       if (overlap_max) {
         if (regime[i] == 0) d.setZero();
         else h.setZero();
@@ -114,8 +123,7 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
   auto error = [&]() {
     double e = 0;
     for (const Row& r : rows) {
-      const double t = static_cast<double>(r.m->accumulation) * model::micro_batch_time(r.f, hw, r.m->workload.train.precision).total_s +
-                       model::optimizer_time(static_cast<int64_t>(r.trainable), static_cast<int64_t>(r.lora_tensors), hw);
+      const double t = model::CostModel(r.m->workload, hw).step_time_s(r.m->micro_batch, r.m->accumulation);
       e += std::pow(t / r.m->step_time_s - 1, 2);
     }
     return e;
@@ -153,6 +161,28 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
   hw = best;
 }
 
+// With host and device fitted, how much of the shorter side fails to overlap: the measured
+// steady-state micro-batch time t = max(H, D) + k * min(H, D), linear in k. Rows from deep
+// models (whose kernels overflow the launch queue, so no split was measured) inform it most.
+void fit_overlap_loss(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  hw.time.overlap_loss = 0;
+  double num = 0, den = 0;
+  for (const Row& r : rows) {
+    if (!measured(r.m->micro_batch_time_s)) continue;
+    const double share = r.accumulating_share();
+    model::Features acc = r.f;
+    acc.host_ops += model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
+    const auto t1 = model::micro_batch_time(r.f, hw, r.m->workload.train.precision);
+    const auto t2 = model::micro_batch_time(acc, hw, r.m->workload.train.precision);
+    const double base = (1 - share) * t1.total_s + share * t2.total_s;  // k = 0
+    const double slope = (1 - share) * std::min(t1.host_s, t1.device_s) + share * std::min(t2.host_s, t2.device_s);
+    const double w = 1.0 / (r.m->micro_batch_time_s * r.m->micro_batch_time_s);
+    num += w * slope * (r.m->micro_batch_time_s - base);
+    den += w * slope * slope;
+  }
+  if (den > 0) hw.time.overlap_loss = std::clamp(num / den, 0.0, 1.0);
+}
+
 void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   std::vector<Eigen::VectorXd> hx, dx, ox;
   std::vector<double> hy, dy, oy;
@@ -181,6 +211,7 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
     set_host(hw.time, fit_relative(hx, hy));
     set_device(hw.time, fit_relative(dx, dy));
     set_optimizer(hw.time, fit_relative(ox, oy));
+    fit_overlap_loss(rows, hw);
     return;
   }
   if (oy.size() >= 2 && hw.overlap == model::Overlap::sum) {
@@ -192,8 +223,9 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
       const double t = mb_time_of(*r.m, model::optimizer_time(static_cast<int64_t>(r.trainable),
                                                                 static_cast<int64_t>(r.lora_tensors), hw));
       if (!(t > 0)) continue;
+      const double extra = r.accumulating_share() * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
       Eigen::VectorXd row(8);
-      row << host_x(r.f), device_x(r.f);
+      row << host_x(r.f, extra), device_x(r.f, extra);
       x.push_back(row);
       y.push_back(t);
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <random>
 
@@ -109,6 +110,13 @@ struct Trainer::Impl {
         device(info.spec),
         dtype(compute_dtype(info, w.train.precision)),
         data_rng(seed ^ 0x9e3779b97f4a7c15ULL) {
+#ifdef LORASIM_TORCH_CUDA
+    // Expandable segments map memory in pages instead of caching whole blocks, so reserved
+    // memory stays within a few MiB of allocated: without them the caching allocator at
+    // times holds one extra fp32 logits buffer (gigabytes), depending on allocation order,
+    // which no cost model can predict. A user's own setting is kept.
+    if (info.is_cuda) ::setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 0);
+#endif
     // The meter comes first: on the CPU it installs the counting allocator, which must see
     // the weights allocated next.
     memory = MemoryMeter::for_device(info.is_cuda, device.has_index() ? device.index() : 0);
@@ -301,7 +309,7 @@ struct Trainer::Impl {
       if (!info.is_cuda)
         r.device_time_s = r.micro_batch_time_s;  // one thread does both: no split to measure
       else if (spec.split_host_device)
-        measure_host_device(b, a, s, spec.measure_steps, r);
+        measure_host_device(b, a, s, std::max(5, spec.measure_steps), r);  // host time is noisy
     } catch (const c10::Error& e) {
       if (!is_out_of_memory(e.what()) && dynamic_cast<const c10::OutOfMemoryError*>(&e) == nullptr)
         throw CalibrationError(std::string("training step failed on ") + info.spec + ": " +

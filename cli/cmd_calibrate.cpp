@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <sstream>
@@ -43,7 +44,7 @@ std::string today() {
 
 int cmd_calibrate(const Args& args) {
   std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "60", memory_limit;
-  std::string steps = "3", lora_rank = "16", precision = "bf16";
+  std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1";
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
@@ -53,6 +54,7 @@ int cmd_calibrate(const Args& args) {
       ("budget", po::value(&budget)->default_value(budget), "time budget in seconds, model construction included")
       ("depths", po::value(&depths), "truncated depths to run, e.g. 1,3 (default 1,3 on CUDA, 1,2 on the CPU)")
       ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
+      ("deep-depth", po::value(&deep_depth)->default_value(deep_depth), "a deeper model timed whole, for the overlap of host and device (-1: 8 on CUDA, none on the CPU; 0: none)")
       ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
       ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
       ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")
@@ -85,6 +87,7 @@ int cmd_calibrate(const Args& args) {
   if (!depths.empty()) opt.depths = parse_list("--depths", depths);
   if (!seqs.empty()) opt.seq_lens = parse_list("--seq-lens", seqs);
   opt.max_tokens = parse_int("--max-tokens", max_tokens, 0);
+  opt.deep_depth = parse_int("--deep-depth", deep_depth, -1);
   opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
@@ -133,6 +136,10 @@ int cmd_calibrate(const Args& args) {
   c.set("torch_version", dev.torch_version);
   c.set("reference_model", opt.reference.arch.name);
   c.set("precision", std::string(model::precision_name(opt.reference.train.precision)));
+  if (dev.is_cuda) {
+    const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");  // set by the runner unless the user did
+    c.set("cuda_alloc_conf", std::string(conf ? conf : ""));
+  }
   std::string plan;
   for (const auto& p : res.plan) plan += (plan.empty() ? "" : "; ") + p.label();
   c.set("plan", plan);

@@ -76,6 +76,8 @@ const std::vector<NumberField>& number_fields() {
       {"time", "memory_gbps", Range::positive, false, [](HW& h) { return &h.time.memory_gbps; }},
       {"time", "per_kernel_s", Range::non_negative, false,
         [](HW& h) { return &h.time.per_kernel_s; }},
+      {"time", "overlap_loss", Range::fraction, false,
+        [](HW& h) { return &h.time.overlap_loss; }},
       {"time", "optimizer_fixed_s", Range::non_negative, false,
         [](HW& h) { return &h.time.optimizer_fixed_s; }},
       {"time", "optimizer_per_tensor_s", Range::non_negative, false,

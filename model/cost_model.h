@@ -37,6 +37,9 @@ struct MemoryEstimate {
 
 /// Time and memory of one micro-batch from its features.
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p);
+/// Operators a micro-batch adds when it accumulates into existing gradients (every one
+/// after the first of a step: one in-place add per adapter tensor).
+double accumulation_ops(int64_t lora_tensors);
 MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw);
 /// One AdamW step over the adapters plus zeroing their gradients.
 double optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw);
@@ -45,9 +48,10 @@ class CostModel {
  public:
   CostModel(const Workload& w, const HardwareModel& hw);
 
-  MicroBatchTime micro_batch(int64_t micro_batch) const;
+  /// One micro-batch; `accumulating`: not the first of its step, so it adds into gradients.
+  MicroBatchTime micro_batch(int64_t micro_batch, bool accumulating = false) const;
   double optimizer_step_s() const { return optimizer_s_; }
-  /// T(b, a) = a * t_micro(b) + t_optimizer.
+  /// T(b, a) = t_micro(b) + (a - 1) * t_micro_accumulating(b) + t_optimizer.
   double step_time_s(int64_t micro_batch, int64_t accumulation) const;
   MemoryEstimate memory(int64_t micro_batch) const;
 
@@ -58,6 +62,7 @@ class CostModel {
   Precision precision_;
   Features unit_;  ///< features at micro-batch 1
   double optimizer_s_ = 0;
+  double accumulation_ops_ = 0;
 };
 
 }  // namespace lorasim::model

@@ -24,6 +24,8 @@ struct TimeCoefficients {
   double attention_tflops = 1;      ///< attention rate, TFLOP/s
   double memory_gbps = 1;           ///< effective bandwidth of memory-bound operators, GB/s
   double per_kernel_s = 0;          ///< device time floor per operator
+  double overlap_loss = 0;          ///< share of the shorter of host/device time that fails to
+                                    ///< overlap (0: perfect overlap; only with overlap = max)
   double optimizer_fixed_s = 0;     ///< AdamW step + zero_grad, fixed part
   double optimizer_per_tensor_s = 0;  ///< per adapter tensor (per-tensor kernel launches)
   double optimizer_per_param_s = 0;   ///< per trainable parameter (bandwidth of the update)

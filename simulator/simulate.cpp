@@ -68,7 +68,7 @@ Result simulate(const Request& r) {
     s.device_time_s = t.device_s;
     s.host_bound = t.host_s > t.device_s;
     s.optimizer_time_s = cost.optimizer_step_s();
-    s.step_time_s = static_cast<double>(s.accumulation) * t.total_s + s.optimizer_time_s;
+    s.step_time_s = cost.step_time_s(b, s.accumulation);
     s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
     s.tokens_per_s = tokens_per_step / s.step_time_s;
     const model::MemoryEstimate m = cost.memory(b);
@@ -94,6 +94,10 @@ Result simulate(const Request& r) {
                         percent(r.hardware.expected_time_error) + " and memory by ~" +
                         percent(r.hardware.expected_memory_error) +
                         " (run `lorasim calibrate` on this GPU for a calibrated profile)");
+  if (r.hardware.overlap == model::Overlap::max)
+    out.notes.push_back("reserved memory assumes PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what "
+                        "`lorasim calibrate` runs with); PyTorch's default allocator can hold up to one "
+                        "more fp32 logits buffer (b x seq x vocab x 4 bytes)");
   if (r.workload.train.precision != r.hardware.coefficients_precision)
     out.notes.push_back(std::string("profile rates were fitted in ") +
                         model::precision_name(r.hardware.coefficients_precision) + "; " +

@@ -34,8 +34,9 @@ calib::Measurement measure(const model::Workload& w, int64_t b, int64_t a, const
   m.micro_batch = b;
   m.accumulation = a;
   m.step_time_s = cm.step_time_s(b, a);
-  m.micro_batch_time_s = cm.micro_batch(b).total_s;
-  if (split) {
+  // The runner reports the mean over a step's micro-batches, all but the first accumulating.
+  m.micro_batch_time_s = (cm.micro_batch(b).total_s + (a - 1) * cm.micro_batch(b, true).total_s) / a;
+  if (split) {  // measured on a micro-batch with no gradients yet, as the runner does
     m.host_time_s = cm.micro_batch(b).host_s;
     m.device_time_s = cm.micro_batch(b).device_s;
   }
@@ -142,6 +143,16 @@ TEST(FitTest, FitsAsynchronousDeviceWithoutHostDeviceSplit) {
   }
   const calib::FitReport rep = calib::fit_profile(rows, base);
   EXPECT_LT(rep.time_rms_rel, 0.02);
+}
+
+TEST(FitTest, RecoversOverlapLossFromSteadyStateTimes) {
+  model::HardwareModel truth = test_gpu();
+  truth.time.overlap_loss = 0.2;
+  model::HardwareModel base = truth;
+  base.time = model::TimeCoefficients{};
+  const calib::FitReport rep = calib::fit_profile(plan(truth, true), base);
+  EXPECT_NEAR(rep.hardware.time.overlap_loss, 0.2, 1e-6);
+  EXPECT_LT(rep.time_max_rel, 1e-6);
 }
 
 TEST(FitTest, TooFewRowsIsACalibrationError) {

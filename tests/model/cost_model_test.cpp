@@ -19,11 +19,30 @@ Workload qwen(int64_t seq_len = 512) {
 }
 }  // namespace
 
-TEST(CostModelTest, StepTimeIsAccumulationTimesMicroBatchPlusOptimizer) {
+TEST(CostModelTest, StepTimeIsFirstPlusAccumulatingMicroBatchesPlusOptimizer) {
   const CostModel cm(qwen(), test_gpu());
-  for (int64_t a : {1, 2, 7}) {
-    EXPECT_DOUBLE_EQ(cm.step_time_s(4, a), a * cm.micro_batch(4).total_s + cm.optimizer_step_s());
+  EXPECT_DOUBLE_EQ(cm.step_time_s(4, 1), cm.micro_batch(4).total_s + cm.optimizer_step_s());
+  for (int64_t a : {2, 7}) {
+    EXPECT_NEAR(cm.step_time_s(4, a),
+                cm.micro_batch(4).total_s + (a - 1) * cm.micro_batch(4, true).total_s + cm.optimizer_step_s(),
+                1e-15);
   }
+}
+
+TEST(CostModelTest, AccumulatingMicroBatchDispatchesOneAddPerAdapterTensor) {
+  const Workload w = qwen();
+  HardwareModel hw = test_gpu();
+  const CostModel cm(w, hw);
+  const double extra = cm.micro_batch(1, true).host_s - cm.micro_batch(1).host_s;
+  EXPECT_NEAR(extra, hw.time.host_per_op_s * count_params(w.arch, w.lora).lora_tensors, 1e-15);
+}
+
+TEST(CostModelTest, OverlapLossAddsAShareOfTheShorterSide) {
+  const Features f = features(qwen(), 2);
+  HardwareModel hw = test_gpu();
+  hw.time.overlap_loss = 0.25;
+  const MicroBatchTime t = micro_batch_time(f, hw, Precision::bf16);
+  EXPECT_DOUBLE_EQ(t.total_s, std::max(t.host_s, t.device_s) + 0.25 * std::min(t.host_s, t.device_s));
 }
 
 TEST(CostModelTest, StepTimeGrowsWithAccumulation) {
