@@ -43,12 +43,13 @@ Eigen::VectorXd fit_relative(const std::vector<Eigen::VectorXd>& x, const std::v
 
 // Regressors of the host and device time of one micro-batch; `extra_ops` are the
 // gradient-accumulation adds of a micro-batch that is not the first of its step.
+constexpr Eigen::Index kDeviceCols = 8;
 Eigen::VectorXd host_x(const model::Features& f, double extra_ops = 0) {
   return (Eigen::VectorXd(2) << 1.0, f.host_ops + extra_ops).finished();
 }
 Eigen::VectorXd device_x(const model::Features& f, double extra_ops = 0) {
-  return (Eigen::VectorXd(6) << 1.0, f.gemm_flops, f.gemm_flops_per_token, f.attention_flops, f.memory_bytes,
-          f.host_ops + extra_ops)
+  return (Eigen::VectorXd(kDeviceCols) << 1.0, f.gemm_flops, f.gemm_flops_per_token, f.head_flops,
+          f.attention_flops, f.memory_bytes, f.loss_bytes, f.host_ops + extra_ops)
       .finished();
 }
 Eigen::VectorXd optimizer_x(const Row& r) {
@@ -72,9 +73,11 @@ void set_device(model::TimeCoefficients& t, const Eigen::VectorXd& d) {
     t.gemm_tflops = 1e9;
     t.gemm_half_tokens = d(2) * 1e21;
   }
-  t.attention_tflops = rate_from(d(3), 1e12);
-  t.memory_gbps = rate_from(d(4), 1e9);
-  t.per_kernel_s = d(5);
+  t.head_tflops = rate_from(d(3), 1e12);
+  t.attention_tflops = rate_from(d(4), 1e12);
+  t.memory_gbps = rate_from(d(5), 1e9);
+  t.loss_gbps = rate_from(d(6), 1e9);
+  t.per_kernel_s = d(7);
 }
 
 void set_optimizer(model::TimeCoefficients& t, const Eigen::VectorXd& o) {
@@ -104,7 +107,7 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
       const double extra = (a - 1) * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
       Eigen::VectorXd h = host_x(r.f) * a, d = device_x(r.f) * a, o = optimizer_x(r);
       h(1) += extra;
-      d(5) += extra;
+      d(kDeviceCols - 1) += extra;
       if (overlap_max) {
         if (regime[i] == 0) d.setZero();
         else h.setZero();
@@ -117,8 +120,8 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
   };
   auto apply = [&](const Eigen::VectorXd& th) {
     set_host(hw.time, th.segment(0, 2));
-    set_device(hw.time, th.segment(2, 6));
-    set_optimizer(hw.time, th.segment(8, 3));
+    set_device(hw.time, th.segment(2, kDeviceCols));
+    set_optimizer(hw.time, th.segment(2 + kDeviceCols, 3));
   };
   auto error = [&]() {
     double e = 0;
@@ -224,14 +227,14 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
                                                                 static_cast<int64_t>(r.lora_tensors), hw));
       if (!(t > 0)) continue;
       const double extra = r.accumulating_share() * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
-      Eigen::VectorXd row(8);
+      Eigen::VectorXd row(2 + kDeviceCols);
       row << host_x(r.f, extra), device_x(r.f, extra);
       x.push_back(row);
       y.push_back(t);
     }
     const Eigen::VectorXd th = fit_relative(x, y);
     set_host(hw.time, th.segment(0, 2));
-    set_device(hw.time, th.segment(2, 6));
+    set_device(hw.time, th.segment(2, kDeviceCols));
     return;
   }
   fit_joint(rows, hw);

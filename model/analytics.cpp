@@ -50,7 +50,8 @@ Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch) {
   Flops f;
   // Frozen GEMM: forward 2nW per pass, backward input gradient 2nW, no weight gradient.
   const double head = static_cast<double>(a.vocab_size) * a.hidden_size;
-  f.gemm = L * (2 * fwd_passes + 2) * n * frozen_weights + 4 * n * head;
+  f.gemm = L * (2 * fwd_passes + 2) * n * frozen_weights;
+  f.head = 4 * n * head;
   // LoRA x A^T B^T: forward 2nr(in+out) per pass; backward 4nr(in+out) (input and weight grads).
   f.lora = L * (2 * fwd_passes + 4) * n * w.lora.rank * lora_width;
   // Attention: QK^T and PV are 2*b*H*s*s*d each forward; backward is twice the forward.
@@ -140,10 +141,14 @@ double memory_bound_bytes(const Workload& w, int64_t micro_batch) {
     if (w.lora.has(p.target)) fwd_bwd += 6.0 * static_cast<double>(p.out_features);
   // Recompute repeats the forward share, about a third of the traffic.
   const double ckpt = w.train.grad_ckpt ? 4.0 / 3.0 : 1.0;
-  const double blocks = static_cast<double>(a.num_layers) * fwd_bwd * ckpt * eb;
+  return n * static_cast<double>(a.num_layers) * fwd_bwd * ckpt * eb;
+}
+
+double loss_bytes(const Workload& w, int64_t micro_batch) {
+  const double eb = static_cast<double>(bytes_per_element(w.train.precision));
+  const double n = static_cast<double>(micro_batch) * w.train.seq_len;
   // Cross-entropy over the vocabulary: cast, log-softmax, its gradient (fp32).
-  const double loss = static_cast<double>(a.vocab_size) * (2 * eb + 16);
-  return n * (blocks + loss);
+  return n * static_cast<double>(w.arch.vocab_size) * (2 * eb + 16);
 }
 
 double host_ops_per_micro_batch(const Workload& w) {

@@ -35,10 +35,11 @@ ParamCounts count_params(const Architecture& arch, const LoraSpec& lora);
 /// (one multiply-add = 2 FLOPs). Frozen weights get no weight gradient; with gradient
 /// checkpointing each block's forward runs twice.
 struct Flops {
-  double gemm = 0;       ///< frozen projections and the LM head
+  double gemm = 0;       ///< frozen projections of the decoder blocks
+  double head = 0;       ///< the LM head (vocab x hidden), forward and input gradient
   double lora = 0;       ///< adapter matmuls (forward, input and weight gradients)
   double attention = 0;  ///< Q K^T and P V over the full s x s square, forward and backward
-  double total() const { return gemm + lora + attention; }
+  double total() const { return gemm + head + lora + attention; }
 };
 Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch);
 
@@ -61,9 +62,11 @@ struct ActivationMemory {
 };
 ActivationMemory activation_memory(const Workload& w, int64_t micro_batch);
 
-/// Bytes that memory-bound operators (norms, RoPE, SwiGLU, residuals, LoRA scaling,
-/// softmax/cross-entropy) read and write in one forward + backward.
+/// Bytes that the decoder blocks' memory-bound operators (norms, RoPE, SwiGLU, residuals,
+/// LoRA scaling) read and write in one forward + backward.
 double memory_bound_bytes(const Workload& w, int64_t micro_batch);
+/// Bytes the loss reads and writes over the vocabulary (cast, log-softmax, its gradient).
+double loss_bytes(const Workload& w, int64_t micro_batch);
 
 /// Operators the host dispatches for one micro-batch (forward, backward and, with
 /// checkpointing, recompute). Independent of the micro-batch size.

@@ -12,8 +12,10 @@ Features features(const Workload& w, int64_t micro_batch) {
   const Flops fl = flops_per_micro_batch(w, micro_batch);
   f.gemm_flops = fl.gemm + fl.lora;
   f.gemm_flops_per_token = f.gemm_flops / (static_cast<double>(micro_batch) * w.train.seq_len);
+  f.head_flops = fl.head;
   f.attention_flops = fl.attention;
   f.memory_bytes = memory_bound_bytes(w, micro_batch);
+  f.loss_bytes = loss_bytes(w, micro_batch);
   f.host_ops = host_ops_per_micro_batch(w);
   const ActivationMemory act = activation_memory(w, micro_batch);
   f.saved_bytes = act.saved_bytes;
@@ -38,9 +40,10 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
   // F / R + (F / n) * n_half / R: the second term is a fixed cost per GEMM.
   const double gemm_s =
       (f.gemm_flops + f.gemm_flops_per_token * c.gemm_half_tokens) / (c.gemm_tflops * rate_scale * 1e12);
+  const double head_s = f.head_flops / (c.head_tflops * rate_scale * 1e12);
   const double attn_s = f.attention_flops / (c.attention_tflops * rate_scale * 1e12);
-  const double mem_s = f.memory_bytes / (c.memory_gbps * 1e9);
-  t.device_s = c.device_fixed_s + gemm_s + attn_s + mem_s + c.per_kernel_s * f.host_ops;
+  const double mem_s = f.memory_bytes / (c.memory_gbps * 1e9) + f.loss_bytes / (c.loss_gbps * 1e9);
+  t.device_s = c.device_fixed_s + gemm_s + head_s + attn_s + mem_s + c.per_kernel_s * f.host_ops;
   // Asynchronous launch hides the shorter of the two only where their phases line up; the
   // launch queue (about a thousand kernels) bounds how far the host can run ahead.
   t.total_s = hw.overlap == Overlap::max
@@ -81,8 +84,10 @@ Features CostModel::at(int64_t micro_batch) const {
   const double b = static_cast<double>(micro_batch);
   Features f = unit_;
   f.gemm_flops *= b;
+  f.head_flops *= b;
   f.attention_flops *= b;
   f.memory_bytes *= b;
+  f.loss_bytes *= b;
   f.saved_bytes *= b;
   f.attention_score_bytes *= b;
   f.logits_bytes *= b;

@@ -12,10 +12,12 @@ namespace lorasim::model {
 /// Regressors of one micro-batch: the analytic quantities the coefficients multiply.
 /// All but host_ops grow linearly with the micro-batch at a fixed sequence length.
 struct Features {
-  double gemm_flops = 0;             ///< frozen GEMM + LoRA FLOPs
+  double gemm_flops = 0;             ///< the blocks' frozen GEMM + LoRA FLOPs
   double gemm_flops_per_token = 0;   ///< the same per token (drives the Hockney term)
+  double head_flops = 0;             ///< LM-head FLOPs
   double attention_flops = 0;
-  double memory_bytes = 0;           ///< memory-bound traffic
+  double memory_bytes = 0;           ///< the blocks' memory-bound traffic
+  double loss_bytes = 0;             ///< the loss's traffic over the vocabulary
   double host_ops = 0;               ///< dispatched operators
   double saved_bytes = 0;            ///< activations saved for backward
   double attention_score_bytes = 0;  ///< unfused attention scores

@@ -21,8 +21,10 @@ struct TimeCoefficients {
   double device_fixed_s = 0;        ///< device time per micro-batch, independent of size
   double gemm_tflops = 1;           ///< asymptotic GEMM rate, TFLOP/s
   double gemm_half_tokens = 0;      ///< tokens at which GEMMs reach half that rate (Hockney n_1/2)
+  double head_tflops = 1;           ///< LM-head GEMM rate (one large GEMM), TFLOP/s
   double attention_tflops = 1;      ///< attention rate, TFLOP/s
-  double memory_gbps = 1;           ///< effective bandwidth of memory-bound operators, GB/s
+  double memory_gbps = 1;           ///< effective bandwidth of the blocks' memory-bound operators, GB/s
+  double loss_gbps = 1;             ///< effective bandwidth of the loss over the vocabulary, GB/s
   double per_kernel_s = 0;          ///< device time floor per operator
   double overlap_loss = 0;          ///< share of the shorter of host/device time that fails to
                                     ///< overlap (0: perfect overlap; only with overlap = max)

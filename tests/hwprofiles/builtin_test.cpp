@@ -49,6 +49,8 @@ TEST(BuiltinProfileTest, PriorsFollowTheStatedRule) {
     const double peak = hw.peak_tflops(hw.coefficients_precision);
     EXPECT_NEAR(hw.time.gemm_tflops, 0.55 * peak, 1e-9 * peak);
     EXPECT_NEAR(hw.time.attention_tflops, 0.35 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.time.head_tflops, 0.7 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.time.loss_gbps, 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
     EXPECT_NEAR(hw.time.memory_gbps, 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
     EXPECT_NEAR(hw.time.optimizer_per_param_s, 28 / (hw.time.memory_gbps * 1e9), 1e-25);
   }

@@ -99,8 +99,10 @@ TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
   HardwareModel hw = test_gpu();
   hw.time = TimeCoefficients{};
   hw.time.gemm_tflops = 100;
+  hw.time.head_tflops = 1e30;
   hw.time.attention_tflops = 1e30;
   hw.time.memory_gbps = 1e30;
+  hw.time.loss_gbps = 1e30;
   const Features f = features(qwen(), 4);
   EXPECT_NEAR(micro_batch_time(f, hw, Precision::bf16).device_s, f.gemm_flops / 100e12, 1e-12);
   hw.time.gemm_half_tokens = 2048;  // = b * s: the rate halves, the time doubles
@@ -111,8 +113,10 @@ TEST(CostModelTest, OtherPrecisionScalesRatesByDatasheetRatio) {
   HardwareModel hw = test_gpu();
   hw.time = TimeCoefficients{};
   hw.time.gemm_tflops = 100;
+  hw.time.head_tflops = 1e30;
   hw.time.attention_tflops = 1e30;
   hw.time.memory_gbps = 1e30;
+  hw.time.loss_gbps = 1e30;
   const Features f = features(qwen(), 4);
   const double bf16 = micro_batch_time(f, hw, Precision::bf16).device_s;
   const double fp32 = micro_batch_time(f, hw, Precision::fp32).device_s;

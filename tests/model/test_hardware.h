@@ -18,8 +18,10 @@ inline model::HardwareModel test_gpu() {
   hw.time.device_fixed_s = 1e-4;
   hw.time.gemm_tflops = 500;
   hw.time.gemm_half_tokens = 256;
+  hw.time.head_tflops = 700;
   hw.time.attention_tflops = 300;
   hw.time.memory_gbps = 2500;
+  hw.time.loss_gbps = 3000;
   hw.time.per_kernel_s = 3e-6;
   hw.time.optimizer_fixed_s = 1e-3;
   hw.time.optimizer_per_tensor_s = 5e-5;
