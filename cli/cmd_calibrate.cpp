@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "calibrate/calibration.h"
+#include "calibrate/measurement_io.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/device_profile.h"
@@ -43,12 +44,14 @@ std::string today() {
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
+  std::string save;
   std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "60", memory_limit;
   std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1";
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
       ("out", po::value(&out), "profile to write (TOML); required")
+      ("save-measurements", po::value(&save), "also write every measured run to this .csv (refit later with `lorasim fit`)")
       ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
       ("model", po::value(&model), "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
       ("budget", po::value(&budget)->default_value(budget), "time budget in seconds, model construction included")
@@ -75,6 +78,7 @@ int cmd_calibrate(const Args& args) {
   }
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   check_writable("--out", out);
+  if (!save.empty()) check_writable("--save-measurements", save);
 
   calib::CalibrationOptions opt;
   opt.device = device;
@@ -151,6 +155,7 @@ int cmd_calibrate(const Args& args) {
   c.set("reserved_rms_rel", res.fit.reserved_rms_rel);
   c.set("reserved_max_rel", res.fit.reserved_max_rel);
   hw::write_profile_file(profile, out);
+  if (!save.empty()) calib::write_measurements_csv(res.measurements, save);
 
   std::cout << "\nfit residuals over " << res.fit.time_points << " runs (predicted vs measured):\n";
   Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});

@@ -6,14 +6,19 @@
 
 #include "calibrate/compare.h"
 #include "calibrate/measurement.h"
+#include "calibrate/measurement_io.h"
+#ifdef LORASIM_WITH_CALIBRATE
 #include "calibrate/runner.h"
+#include "cli/device_profile.h"
+#endif
 #include "cli/args.h"
 #include "model/error.h"
 #include "cli/commands.h"
 #include "cli/describe.h"
-#include "cli/device_profile.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
+#include "cli/output_path.h"
+#include "cli/validate_measurements.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -45,12 +50,14 @@ int cmd_validate(const Args& args) {
   WorkloadArgs wa;
   HardwareArgs ha;
   std::string device = "auto", effective_batch = "16", splits, steps = "3", warmup = "1", format = "table";
-  std::string memory_limit, margin = "0.05";
+  std::string memory_limit, margin = "0.05", measurements, save;
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
       ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
       ("effective-batch", po::value(&effective_batch)->default_value(effective_batch), "sequences per optimizer step")
+      ("measurements", po::value(&measurements), "compare with runs timed elsewhere (.csv/.jsonl, docs/measurements.md) instead of running")
+      ("save-measurements", po::value(&save), "also write the measured runs to this .csv (for `lorasim fit`)")
       ("splits", po::value(&splits), "splits to run, e.g. 1x16,4x4,16x1 (default: every split)")
       ("steps", po::value(&steps)->default_value(steps), "measured optimizer steps per split (median)")
       ("warmup", po::value(&warmup)->default_value(warmup), "optimizer steps before measuring");
@@ -68,12 +75,21 @@ int cmd_validate(const Args& args) {
                  "split was the fastest measured.\n\n"
                  "examples:\n"
                  "  lorasim validate --profile my-h200.toml --device cuda --model qwen3-1.7b --effective-batch 16 --seq-len 512 --steps 8\n"
-                 "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n\n"
+                 "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
+                 "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n\n"
               << desc << "\n";
     return kOk;
   }
   const Format fmt = parse_format(format);
   const hw::Profile profile = select_profile(ha);
+  if (!measurements.empty())
+    return validate_measurements(measurements, profile, fmt,
+                                 memory_limit.empty() ? 0 : parse_bytes("--memory-limit", memory_limit),
+                                 parse_real("--safety-margin", margin, 0, 0.9));
+#ifndef LORASIM_WITH_CALIBRATE
+  throw InputError("this lorasim was built without LibTorch, so it cannot run training: use --measurements FILE");
+#else
+  if (!save.empty()) check_writable("--save-measurements", save);
   const calib::DeviceInfo dev = calib::resolve_device(device);
   if (!same_gpu_model(profile, dev))
     std::cerr << "warning: profile '" << profile.hw.name << "' (" << profile.hw.display_name
@@ -97,6 +113,7 @@ int cmd_validate(const Args& args) {
   std::cerr << "building " << req.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
   calib::Trainer trainer(req.workload, dev.spec);
   std::vector<calib::ComparedSplit> rows;
+  std::vector<calib::Measurement> measured_runs;
   for (size_t i = 0; i < chosen.size(); ++i) {
     const auto [b, a] = chosen[i];
     const sim::Split* p = nullptr;
@@ -124,10 +141,26 @@ int cmd_validate(const Args& args) {
       c.measured_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
     }
     rows.push_back(c);
+    calib::Measurement m;
+    m.workload = spec.workload;
+    m.micro_batch = b;
+    m.accumulation = a;
+    m.oom = r.oom;
+    if (!r.oom) {
+      m.step_time_s = r.step_time_s;
+      m.micro_batch_time_s = r.micro_batch_time_s;
+      m.host_time_s = r.host_time_s;
+      m.device_time_s = r.device_time_s;
+      m.optimizer_time_s = r.optimizer_time_s;
+      m.peak_allocated_bytes = c.measured_allocated_bytes;
+      m.peak_reserved_bytes = c.measured_reserved_bytes;
+    }
+    measured_runs.push_back(m);
     std::cerr << "[" << i + 1 << "/" << chosen.size() << "] " << b << "x" << a << ": "
               << (r.oom ? std::string("out of memory") : human_seconds(r.step_time_s) + " per step") << "\n";
   }
   const calib::ComparisonSummary sum = calib::summarize(rows);
+  if (!save.empty()) calib::write_measurements_csv(measured_runs, save);
 
   if (fmt == Format::json) {
     nlohmann::json j;
@@ -205,6 +238,7 @@ int cmd_validate(const Args& args) {
       std::cout << "\n";
   }
   return kOk;
+#endif
 }
 
 }  // namespace lorasim::cli

@@ -29,8 +29,9 @@ const Command kCommands[] = {
 #ifdef LORASIM_WITH_CALIBRATE
     {"calibrate", lorasim::cli::cmd_calibrate, "run short real training steps and fit a hardware profile"},
     {"train", lorasim::cli::cmd_train, "run real LoRA training steps and report time and memory"},
-    {"validate", lorasim::cli::cmd_validate, "measure chosen splits and compare with the prediction"},
 #endif
+    {"validate", lorasim::cli::cmd_validate, "compare predictions with measured runs (live, or from a file)"},
+    {"fit", lorasim::cli::cmd_fit, "fit a profile to timed runs of any framework (a measurement file)"},
 };
 
 void usage(std::ostream& out) {

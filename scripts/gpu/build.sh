@@ -15,6 +15,6 @@ torch_cmake=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
 boost_dir=$(ls -d $deps/usr/lib/x86_64-linux-gnu/cmake/Boost-1.74.0)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_PREFIX_PATH="$deps/usr;$torch_cmake" -DBoost_DIR="$boost_dir" \
-  -DLORASIM_BUILD_BENCH=ON
+  -DLORASIM_BUILD_TESTS=${LORASIM_GPU_TESTS:-ON} -DLORASIM_BUILD_BENCH=${LORASIM_GPU_TESTS:-ON}
 cmake --build "$build" -j "$(nproc)"
 echo "built $build/cli/lorasim"

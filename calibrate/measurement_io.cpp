@@ -1,0 +1,249 @@
+// Measurement files: one parser per format, a shared field mapping, errors with file:line.
+#include "calibrate/measurement_io.h"
+
+#include <cstdio>
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/architecture.h"
+#include "model/error.h"
+#include "model/hf_config.h"
+
+namespace lorasim::calib {
+namespace {
+
+// Columns in the order the writer emits them. `model` and `seq_len`, `micro_batch`,
+// `accumulation` are required; `step_time_s` unless the row is an out-of-memory.
+const std::vector<std::string> kColumns = {
+    "model", "num_layers", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
+    "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
+    "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes"};
+
+struct RowError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+double to_number(const std::string& key, const std::string& v) {
+  size_t used = 0;
+  double d = 0;
+  try {
+    d = std::stod(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != v.size()) throw RowError("column " + key + ": expected a number, got '" + v + "'");
+  return d;
+}
+
+int64_t to_int(const std::string& key, const std::string& v, int64_t min) {
+  const double d = to_number(key, v);
+  if (d != static_cast<double>(static_cast<int64_t>(d)) || d < static_cast<double>(min))
+    throw RowError("column " + key + ": expected a whole number >= " + std::to_string(min) + ", got '" + v + "'");
+  return static_cast<int64_t>(d);
+}
+
+bool to_bool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "1" || v == "True" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "False" || v == "no" || v.empty()) return false;
+  throw RowError("column " + key + ": expected true or false, got '" + v + "'");
+}
+
+// Architecture cache: a config.json is read once per file, not once per row.
+model::Architecture architecture(const std::string& name, std::map<std::string, model::Architecture>& cache) {
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  const bool is_path = name.find('/') != std::string::npos ||
+                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+  model::Architecture a = is_path ? model::load_hf_config(name) : model::preset(name);
+  cache.emplace(name, a);
+  return a;
+}
+
+Measurement from_fields(const std::map<std::string, std::string>& f, std::map<std::string, model::Architecture>& cache) {
+  auto get = [&](const std::string& k) -> std::string {
+    auto it = f.find(k);
+    return it == f.end() ? std::string() : it->second;
+  };
+  for (const auto& [k, v] : f)
+    if (std::find(kColumns.begin(), kColumns.end(), k) == kColumns.end())
+      throw RowError("unknown column '" + k + "' (see docs/measurements.md)");
+  for (const char* k : {"model", "seq_len", "micro_batch"})
+    if (get(k).empty()) throw RowError(std::string("missing required column ") + k);
+  Measurement m;
+  try {
+    m.workload.arch = architecture(get("model"), cache);
+  } catch (const Error& e) {
+    throw RowError(e.what());
+  }
+  if (!get("num_layers").empty())
+    m.workload.arch = model::truncated(m.workload.arch, to_int("num_layers", get("num_layers"), 1));
+  m.workload.train.seq_len = to_int("seq_len", get("seq_len"), 1);
+  m.micro_batch = to_int("micro_batch", get("micro_batch"), 1);
+  m.accumulation = get("accumulation").empty() ? 1 : to_int("accumulation", get("accumulation"), 1);
+  m.workload.train.grad_ckpt = to_bool("grad_ckpt", get("grad_ckpt"));
+  if (!get("lora_rank").empty()) m.workload.lora.rank = to_int("lora_rank", get("lora_rank"), 1);
+  if (!get("lora_alpha").empty()) m.workload.lora.alpha = to_number("lora_alpha", get("lora_alpha"));
+  try {
+    if (!get("lora_targets").empty()) {
+      std::string t = get("lora_targets");
+      for (char& c : t)
+        if (c == ';' || c == '+' || c == ' ') c = ',';  // CSV cells cannot hold bare commas
+      m.workload.lora.targets = model::parse_targets(t);
+    }
+    if (!get("precision").empty()) m.workload.train.precision = model::parse_precision(get("precision"));
+    m.workload.validate();
+  } catch (const Error& e) {
+    throw RowError(e.what());
+  }
+  m.oom = to_bool("oom", get("oom"));
+  auto opt = [&](const char* k, double& out) {
+    if (!get(k).empty() && get(k) != "nan" && get(k) != "null") out = to_number(k, get(k));
+  };
+  opt("step_time_s", m.step_time_s);
+  opt("micro_batch_time_s", m.micro_batch_time_s);
+  opt("host_time_s", m.host_time_s);
+  opt("device_time_s", m.device_time_s);
+  opt("optimizer_time_s", m.optimizer_time_s);
+  opt("peak_allocated_bytes", m.peak_allocated_bytes);
+  opt("peak_reserved_bytes", m.peak_reserved_bytes);
+  if (!m.oom && !(m.step_time_s > 0)) throw RowError("column step_time_s: a positive time is required unless oom is true");
+  return m;
+}
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    else if (c == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (c != '\r') cur += c;
+  }
+  out.push_back(cur);
+  for (auto& s : out) {
+    const size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
+    s = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+  }
+  return out;
+}
+
+std::string json_cell(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_null()) return "";
+  if (v.is_number()) {
+    std::ostringstream ss;
+    ss.precision(17);
+    ss << v.get<double>();
+    return ss.str();
+  }
+  throw RowError("a value must be a string, number, boolean or null, got " + v.dump());
+}
+
+}  // namespace
+
+std::vector<Measurement> parse_measurements(const std::string& text, const std::string& format,
+                                            const std::string& source) {
+  std::vector<Measurement> rows;
+  std::map<std::string, model::Architecture> cache;
+  std::istringstream in(text);
+  std::string line;
+  int64_t lineno = 0;
+  std::vector<std::string> header;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+    try {
+      std::map<std::string, std::string> fields;
+      if (format == "csv") {
+        const auto cells = split_csv(line);
+        if (header.empty()) {
+          header = cells;
+          continue;
+        }
+        if (cells.size() != header.size())
+          throw RowError(std::to_string(cells.size()) + " cells but the header has " + std::to_string(header.size()));
+        for (size_t i = 0; i < cells.size(); ++i) fields[header[i]] = cells[i];
+      } else {
+        nlohmann::json j;
+        try {
+          j = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::parse_error& e) {
+          throw RowError(std::string("malformed JSON: ") + e.what());
+        }
+        if (!j.is_object()) throw RowError("each line must be a JSON object");
+        for (auto it = j.begin(); it != j.end(); ++it) fields[it.key()] = json_cell(it.value());
+      }
+      rows.push_back(from_fields(fields, cache));
+    } catch (const RowError& e) {
+      throw ConfigError(source + ":" + std::to_string(lineno) + ": " + e.what());
+    }
+  }
+  if (rows.empty()) throw ConfigError(source + ": no measurement rows (see docs/measurements.md for the format)");
+  return rows;
+}
+
+std::vector<Measurement> load_measurements(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot read measurements '" + path + "': no such file or not readable");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
+  const bool jsonl = (path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0) ||
+                     (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0);
+  if (!csv && !jsonl) throw ConfigError("measurements '" + path + "': name it .csv or .jsonl so the format is clear");
+  return parse_measurements(ss.str(), csv ? "csv" : "jsonl", path);
+}
+
+void write_measurements_csv(const std::vector<Measurement>& rows, const std::string& path) {
+  std::ostringstream out;
+  out.precision(10);
+  for (size_t i = 0; i < kColumns.size(); ++i) out << (i ? "," : "") << kColumns[i];
+  out << '\n';
+  auto num = [&](double v) {
+    if (measured(v)) out << v;
+  };
+  for (const Measurement& m : rows) {
+    std::string targets = m.workload.lora.targets_string();
+    for (char& c : targets)
+      if (c == ',') c = ';';
+    out << m.workload.arch.name << ',' << m.workload.arch.num_layers << ',' << m.workload.train.seq_len << ','
+        << m.micro_batch << ',' << m.accumulation << ',' << (m.workload.train.grad_ckpt ? "true" : "false") << ','
+        << m.workload.lora.rank << ',' << m.workload.lora.alpha << ',' << targets << ','
+        << model::precision_name(m.workload.train.precision) << ',' << (m.oom ? "true" : "false") << ',';
+    num(m.step_time_s);
+    out << ',';
+    num(m.micro_batch_time_s);
+    out << ',';
+    num(m.host_time_s);
+    out << ',';
+    num(m.device_time_s);
+    out << ',';
+    num(m.optimizer_time_s);
+    out << ',';
+    num(m.peak_allocated_bytes);
+    out << ',';
+    num(m.peak_reserved_bytes);
+    out << '\n';
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << out.str();
+    if (!f.flush()) {
+      std::remove(tmp.c_str());
+      throw ConfigError("cannot write measurements to '" + path + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw ConfigError("cannot write measurements to '" + path + "'");
+  }
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,131 @@
+#include "cli/validate_measurements.h"
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "calibrate/compare.h"
+#include "calibrate/measurement_io.h"
+#include "cli/describe.h"
+#include "cli/format.h"
+#include "simulator/simulate.h"
+
+namespace lorasim::cli {
+namespace {
+
+std::string group_key(const calib::Measurement& m) {
+  const auto& w = m.workload;
+  return w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +
+         (w.train.grad_ckpt ? " ckpt" : "") + " r=" + std::to_string(w.lora.rank) + " " + w.lora.targets_string() +
+         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation);
+}
+
+nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
+                          int64_t memory_limit_bytes, double safety_margin) {
+  const std::vector<calib::Measurement> rows = calib::load_measurements(path);
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const calib::Measurement*>> groups;
+  for (const auto& m : rows) {
+    const std::string k = group_key(m);
+    if (!groups.count(k)) order.push_back(k);
+    groups[k].push_back(&m);
+  }
+  std::vector<calib::ComparedSplit> all;
+  nlohmann::json jgroups = nlohmann::json::array();
+  Table t({"workload", "micro", "accum", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
+  double worst_regret = 0;
+  int recommended_oom = 0;
+  for (const auto& k : order) {
+    const auto& g = groups[k];
+    sim::Request req;
+    req.workload = g.front()->workload;
+    req.hardware = profile.hw;
+    req.effective_batch = g.front()->micro_batch * g.front()->accumulation;
+    req.memory_limit_bytes = memory_limit_bytes;
+    req.safety_margin = safety_margin;
+    const sim::Result pred = sim::simulate(req);
+    std::vector<calib::ComparedSplit> cs;
+    for (const calib::Measurement* m : g) {
+      const sim::Split* p = nullptr;
+      for (const auto& s : pred.splits)
+        if (s.micro_batch == m->micro_batch) p = &s;
+      calib::ComparedSplit c;
+      c.micro_batch = m->micro_batch;
+      c.accumulation = m->accumulation;
+      c.predicted_step_time_s = p->step_time_s;
+      c.predicted_allocated_bytes = p->peak_allocated_bytes;
+      c.predicted_reserved_bytes = p->peak_reserved_bytes;
+      c.predicted_fits = p->fits;
+      c.measured_oom = m->oom;
+      c.measured_step_time_s = m->step_time_s;
+      c.measured_allocated_bytes = m->peak_allocated_bytes;
+      c.measured_reserved_bytes = m->peak_reserved_bytes;
+      cs.push_back(c);
+      all.push_back(c);
+      const bool ok = !c.measured_oom;
+      const bool mem = ok && calib::measured(c.measured_reserved_bytes);
+      t.add({k, std::to_string(c.micro_batch), std::to_string(c.accumulation), human_seconds(c.predicted_step_time_s),
+             ok ? human_seconds(c.measured_step_time_s) : "OOM", ok ? fixed(100 * c.step_time_error(), 1) + "%" : "-",
+             human_bytes(c.predicted_reserved_bytes), mem ? human_bytes(c.measured_reserved_bytes) : "-",
+             mem ? fixed(100 * c.reserved_error(), 1) + "%" : "-"});
+    }
+    const calib::ComparisonSummary s = calib::summarize(cs);
+    worst_regret = std::max(worst_regret, s.regret);
+    recommended_oom += s.recommended_oom ? 1 : 0;
+    nlohmann::json jg = {{"workload", k}, {"regret", s.regret}, {"recommended_oom", s.recommended_oom},
+                         {"recommended_was_fastest", s.recommended_was_fastest}, {"splits", nlohmann::json::array()}};
+    for (const auto& c : cs)
+      jg["splits"].push_back({{"micro_batch", c.micro_batch}, {"accumulation", c.accumulation},
+                              {"predicted_step_time_s", c.predicted_step_time_s},
+                              {"measured_step_time_s", num_or_null(c.measured_step_time_s)},
+                              {"step_time_error", num_or_null(c.step_time_error())},
+                              {"predicted_peak_reserved_bytes", c.predicted_reserved_bytes},
+                              {"measured_peak_reserved_bytes", num_or_null(c.measured_reserved_bytes)},
+                              {"reserved_error", num_or_null(c.reserved_error())},
+                              {"predicted_fits", c.predicted_fits}, {"measured_oom", c.measured_oom}});
+    jgroups.push_back(jg);
+  }
+  const calib::ComparisonSummary total = calib::summarize(all);
+  if (format == Format::json) {
+    nlohmann::json j = {{"profile", profile_json(profile)}, {"measurements", path}, {"groups", jgroups}};
+    j["summary"] = {{"points", total.points},
+                    {"time_mean_abs_err", total.time_mean_abs_err},
+                    {"time_max_abs_err", total.time_max_abs_err},
+                    {"mem_mean_abs_err", total.reserved_mean_abs_err},
+                    {"mem_max_abs_err", total.reserved_max_abs_err},
+                    {"mem_max_under_err", total.reserved_max_under_err},
+                    {"regret_max", worst_regret},
+                    {"recommended_oom", recommended_oom}};
+    std::cout << j.dump(2) << "\n";
+    return kOk;
+  }
+  if (format == Format::csv) {
+    std::cout << "workload,micro_batch,accumulation,predicted_step_time_s,measured_step_time_s,step_time_error,"
+                 "predicted_peak_reserved_bytes,measured_peak_reserved_bytes,reserved_error\n";
+    for (const auto& jg : jgroups)
+      for (const auto& s : jg["splits"])
+        std::cout << jg["workload"].get<std::string>() << ',' << s["micro_batch"] << ',' << s["accumulation"] << ','
+                  << s["predicted_step_time_s"] << ',' << s["measured_step_time_s"] << ',' << s["step_time_error"]
+                  << ',' << s["predicted_peak_reserved_bytes"] << ',' << s["measured_peak_reserved_bytes"] << ','
+                  << s["reserved_error"] << '\n';
+    return kOk;
+  }
+  std::cout << "profile:  " << profile_line(profile) << "\nmeasured: " << path << " (" << rows.size() << " runs, "
+            << order.size() << " workloads)\n\n";
+  t.print(std::cout);
+  std::cout << "\nstep time:     mean |err| " << fixed(100 * total.time_mean_abs_err, 1) << "%, max "
+            << fixed(100 * total.time_max_abs_err, 1) << "% over " << total.points << " runs\n";
+  if (total.memory_points)
+    std::cout << "peak reserved: mean |err| " << fixed(100 * total.reserved_mean_abs_err, 1) << "%, max "
+              << fixed(100 * total.reserved_max_abs_err, 1) << "%, largest under-prediction "
+              << fixed(100 * total.reserved_max_under_err, 1) << "%\n";
+  std::cout << "recommendation: worst regret " << fixed(100 * worst_regret, 1) << "% over " << order.size()
+            << " workloads, " << recommended_oom << " recommended splits ran out of memory\n";
+  return kOk;
+}
+
+}  // namespace lorasim::cli
