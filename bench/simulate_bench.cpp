@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
         [&] {
           double acc = 0;
           for (int64_t b : splits) {
-            acc += static_cast<double>(B / b) * cost.micro_batch(b).total_s + cost.optimizer_step_s();
+            acc += cost.step_time_s(b, B / b);
             acc += cost.memory(b).peak_reserved_bytes;
           }
           g_sink = g_sink + acc;

@@ -52,8 +52,10 @@ Eigen::VectorXd device_x(const model::Features& f, double extra_ops = 0) {
           f.attention_flops, f.memory_bytes, f.loss_bytes, f.host_ops + extra_ops)
       .finished();
 }
-Eigen::VectorXd optimizer_x(const Row& r) {
-  return (Eigen::VectorXd(3) << 1.0, r.lora_tensors, r.trainable).finished();
+// Optimizer regressors: host dispatch [1, tensors], device work [tensors, parameters].
+Eigen::VectorXd optimizer_host_x(const Row& r) { return (Eigen::VectorXd(2) << 1.0, r.lora_tensors).finished(); }
+Eigen::VectorXd optimizer_device_x(const Row& r) {
+  return (Eigen::VectorXd(2) << r.lora_tensors, r.trainable).finished();
 }
 
 // A zero coefficient on a rate means the data shows no cost for that work: keep the
@@ -80,60 +82,73 @@ void set_device(model::TimeCoefficients& t, const Eigen::VectorXd& d) {
   t.per_kernel_s = d(7);
 }
 
-void set_optimizer(model::TimeCoefficients& t, const Eigen::VectorXd& o) {
+void set_optimizer_host(model::TimeCoefficients& t, const Eigen::VectorXd& o) {
   t.optimizer_fixed_s = o(0);
   t.optimizer_per_tensor_s = o(1);
-  t.optimizer_per_param_s = o(2);
 }
 
-double mb_time_of(const Measurement& m, double predicted_optimizer_s) {
-  if (measured(m.micro_batch_time_s)) return m.micro_batch_time_s;
-  return (m.step_time_s - predicted_optimizer_s) / static_cast<double>(m.accumulation);
+void set_optimizer_device(model::TimeCoefficients& t, const Eigen::VectorXd& o) {
+  t.optimizer_device_per_tensor_s = o(0);
+  t.optimizer_per_param_s = o(1);
 }
 
-// Joint fit of y_step = a * t_micro + t_opt when the host/device split was not measured.
-// With overlap = max the model is piecewise linear: each row is assigned to the host- or
-// device-bound regime, the linear problem is solved, rows are reassigned, until stable.
+double step_error(const std::vector<Row>& rows, const model::HardwareModel& hw) {
+  double e = 0;
+  for (const Row& r : rows) {
+    const double t = model::CostModel(r.m->workload, hw).step_time_s(r.m->micro_batch, r.m->accumulation);
+    e += std::pow(t / r.m->step_time_s - 1, 2);
+  }
+  return e;
+}
+
+// Step regressors: host and device sums over the step (a micro-batches, a - 1 of them
+// accumulating, and the optimizer). `regime` 0 keeps only the host side (host-bound),
+// 1 only the device side, 2 both (a synchronous device adds them).
+Eigen::VectorXd step_x(const Row& r, int regime) {
+  const double a = static_cast<double>(r.m->accumulation);
+  const double extra = (a - 1) * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
+  Eigen::VectorXd h = host_x(r.f) * a, d = device_x(r.f) * a;
+  h(1) += extra;
+  d(kDeviceCols - 1) += extra;
+  Eigen::VectorXd oh = optimizer_host_x(r), od = optimizer_device_x(r);
+  if (regime == 0) {
+    d.setZero();
+    od.setZero();
+  } else if (regime == 1) {
+    h.setZero();
+    oh.setZero();
+  }
+  Eigen::VectorXd row(2 + kDeviceCols + 4);
+  row << h, d, oh, od;
+  return row;
+}
+
+void apply_step_fit(const Eigen::VectorXd& th, model::HardwareModel& hw) {
+  set_host(hw.time, th.segment(0, 2));
+  set_device(hw.time, th.segment(2, kDeviceCols));
+  set_optimizer_host(hw.time, th.segment(2 + kDeviceCols, 2));
+  set_optimizer_device(hw.time, th.segment(4 + kDeviceCols, 2));
+}
+
+// Joint fit of whole-step times when host and device were not measured apart (a user's
+// framework logs only step times). Synchronous devices are linear. With overlap = max the
+// model is piecewise linear: each row is assigned to the host- or device-bound regime, the
+// linear problem is solved, rows are reassigned, until stable.
 void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
-  const bool overlap_max = hw.overlap == model::Overlap::max;
+  hw.time.overlap_loss = 0;
   std::vector<Eigen::VectorXd> x;
   std::vector<double> y;
-  auto build = [&](const std::vector<int>& regime) {
+  auto solve = [&](const std::vector<int>& regime) {
     x.clear();
     y.clear();
     for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      const double a = static_cast<double>(r.m->accumulation);
-      const double extra = (a - 1) * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
-      Eigen::VectorXd h = host_x(r.f) * a, d = device_x(r.f) * a, o = optimizer_x(r);
-      h(1) += extra;
-      d(kDeviceCols - 1) += extra;
-      if (overlap_max) {
-        if (regime[i] == 0) d.setZero();
-        else h.setZero();
-      }
-      Eigen::VectorXd row(h.size() + d.size() + o.size());
-      row << h, d, o;
-      x.push_back(row);
-      y.push_back(r.m->step_time_s);
+      x.push_back(step_x(rows[i], regime[i]));
+      y.push_back(rows[i].m->step_time_s);
     }
+    apply_step_fit(fit_relative(x, y), hw);
   };
-  auto apply = [&](const Eigen::VectorXd& th) {
-    set_host(hw.time, th.segment(0, 2));
-    set_device(hw.time, th.segment(2, kDeviceCols));
-    set_optimizer(hw.time, th.segment(2 + kDeviceCols, 3));
-  };
-  auto error = [&]() {
-    double e = 0;
-    for (const Row& r : rows) {
-      const double t = model::CostModel(r.m->workload, hw).step_time_s(r.m->micro_batch, r.m->accumulation);
-      e += std::pow(t / r.m->step_time_s - 1, 2);
-    }
-    return e;
-  };
-  if (!overlap_max) {
-    build(std::vector<int>(rows.size(), 1));
-    apply(fit_relative(x, y));
+  if (hw.overlap == model::Overlap::sum) {
+    solve(std::vector<int>(rows.size(), 2));
     return;
   }
   // Start from two assignments (all device-bound; smallest micro-batches host-bound) and
@@ -145,17 +160,18 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
     if (start == 1)
       for (size_t i = 0; i < rows.size(); ++i) regime[i] = rows[i].m->micro_batch <= 2 ? 0 : 1;
     for (int iter = 0; iter < 30; ++iter) {
-      build(regime);
-      apply(fit_relative(x, y));
+      solve(regime);
       std::vector<int> next(rows.size());
-      for (size_t i = 0; i < rows.size(); ++i) {
-        const model::MicroBatchTime t = model::micro_batch_time(rows[i].f, hw, rows[i].m->workload.train.precision);
-        next[i] = t.host_s > t.device_s ? 0 : 1;
-      }
+      for (size_t i = 0; i < rows.size(); ++i)
+        next[i] = model::CostModel(rows[i].m->workload, hw)
+                          .step(rows[i].m->micro_batch, rows[i].m->accumulation)
+                          .host_bound
+                      ? 0
+                      : 1;
       if (next == regime) break;
       regime = next;
     }
-    const double e = error();
+    const double e = step_error(rows, hw);
     if (e < best_err) {
       best_err = e;
       best = hw;
@@ -164,9 +180,10 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
   hw = best;
 }
 
-// With host and device fitted, how much of the shorter side fails to overlap: the measured
-// steady-state micro-batch time t = max(H, D) + k * min(H, D), linear in k. Rows from deep
-// models (whose kernels overflow the launch queue, so no split was measured) inform it most.
+// With host and device fitted, how much of the shorter side fails to overlap once a
+// micro-batch outgrows the launch queue: the measured steady-state micro-batch time is
+// t = max(H, D) + k * share(ops) * min(H, D), linear in k. Only rows with more operators
+// than the queue holds (the deep group) carry information about k.
 void fit_overlap_loss(const std::vector<Row>& rows, model::HardwareModel& hw) {
   hw.time.overlap_loss = 0;
   double num = 0, den = 0;
@@ -178,7 +195,8 @@ void fit_overlap_loss(const std::vector<Row>& rows, model::HardwareModel& hw) {
     const auto t1 = model::micro_batch_time(r.f, hw, r.m->workload.train.precision);
     const auto t2 = model::micro_batch_time(acc, hw, r.m->workload.train.precision);
     const double base = (1 - share) * t1.total_s + share * t2.total_s;  // k = 0
-    const double slope = (1 - share) * std::min(t1.host_s, t1.device_s) + share * std::min(t2.host_s, t2.device_s);
+    const double slope = (1 - share) * model::overlap_share(r.f.host_ops, hw.time) * std::min(t1.host_s, t1.device_s) +
+                         share * model::overlap_share(acc.host_ops, hw.time) * std::min(t2.host_s, t2.device_s);
     const double w = 1.0 / (r.m->micro_batch_time_s * r.m->micro_batch_time_s);
     num += w * slope * (r.m->micro_batch_time_s - base);
     den += w * slope * slope;
@@ -186,9 +204,34 @@ void fit_overlap_loss(const std::vector<Row>& rows, model::HardwareModel& hw) {
   if (den > 0) hw.time.overlap_loss = std::clamp(num / den, 0.0, 1.0);
 }
 
+// The runner's optimizer time is what the device shows: the dispatch when the step was
+// host-bound (the device waited), the kernels when it was device-bound (dispatch hidden).
+// Which one a row shows depends on the optimizer's own cost, so classify with the current
+// coefficients, fit, and repeat until the classification is stable.
+void fit_optimizer(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  std::vector<int> regime;
+  for (int iter = 0; iter < 10; ++iter) {
+    std::vector<int> next;
+    std::vector<Eigen::VectorXd> hx, dx;
+    std::vector<double> hy, dy;
+    for (const Row& r : rows) {
+      if (!measured(r.m->optimizer_time_s)) continue;
+      const bool host_bound =
+          model::CostModel(r.m->workload, hw).step(r.m->micro_batch, r.m->accumulation).host_bound;
+      next.push_back(host_bound);
+      (host_bound ? hx : dx).push_back(host_bound ? optimizer_host_x(r) : optimizer_device_x(r));
+      (host_bound ? hy : dy).push_back(r.m->optimizer_time_s);
+    }
+    if (next == regime) return;
+    regime = next;
+    if (hy.size() >= 2) set_optimizer_host(hw.time, fit_relative(hx, hy));
+    if (dy.size() >= 2) set_optimizer_device(hw.time, fit_relative(dx, dy));
+  }
+}
+
 void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
-  std::vector<Eigen::VectorXd> hx, dx, ox;
-  std::vector<double> hy, dy, oy;
+  std::vector<Eigen::VectorXd> hx, dx;
+  std::vector<double> hy, dy;
   for (const Row& r : rows) {
     if (measured(r.m->host_time_s) && measured(r.m->device_time_s)) {
       hx.push_back(host_x(r.f));
@@ -196,45 +239,21 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
       dx.push_back(device_x(r.f));
       dy.push_back(r.m->device_time_s);
     }
-    if (measured(r.m->optimizer_time_s)) {
-      ox.push_back(optimizer_x(r));
-      oy.push_back(r.m->optimizer_time_s);
-    }
   }
   // The runner measured host and device separately on enough rows, at two or more operator
   // counts (depths): fit each directly. Otherwise the split cannot tell fixed from
-  // per-operator host cost, and the joint fit below is the better estimate.
+  // per-operator host cost, and the joint fit is the better estimate.
   double min_ops = INFINITY, max_ops = 0;
   for (const auto& x : hx) {
     min_ops = std::min(min_ops, x(1));
     max_ops = std::max(max_ops, x(1));
   }
   const bool split_usable = hy.size() >= 4 && max_ops > 1.2 * min_ops;
-  if (hw.overlap == model::Overlap::max && split_usable && oy.size() >= 2) {
+  if (hw.overlap == model::Overlap::max && split_usable) {
     set_host(hw.time, fit_relative(hx, hy));
     set_device(hw.time, fit_relative(dx, dy));
-    set_optimizer(hw.time, fit_relative(ox, oy));
+    fit_optimizer(rows, hw);
     fit_overlap_loss(rows, hw);
-    return;
-  }
-  if (oy.size() >= 2 && hw.overlap == model::Overlap::sum) {
-    // Synchronous device: micro-batch time = host + device, all linear.
-    set_optimizer(hw.time, fit_relative(ox, oy));
-    std::vector<Eigen::VectorXd> x;
-    std::vector<double> y;
-    for (const Row& r : rows) {
-      const double t = mb_time_of(*r.m, model::optimizer_time(static_cast<int64_t>(r.trainable),
-                                                                static_cast<int64_t>(r.lora_tensors), hw));
-      if (!(t > 0)) continue;
-      const double extra = r.accumulating_share() * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
-      Eigen::VectorXd row(2 + kDeviceCols);
-      row << host_x(r.f, extra), device_x(r.f, extra);
-      x.push_back(row);
-      y.push_back(t);
-    }
-    const Eigen::VectorXd th = fit_relative(x, y);
-    set_host(hw.time, th.segment(0, 2));
-    set_device(hw.time, th.segment(2, kDeviceCols));
     return;
   }
   fit_joint(rows, hw);

@@ -57,7 +57,7 @@ int cmd_calibrate(const Args& args) {
       ("budget", po::value(&budget)->default_value(budget), "time budget in seconds, model construction included")
       ("depths", po::value(&depths), "truncated depths to run, e.g. 1,3 (default 1,3 on CUDA, 1,2 on the CPU)")
       ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
-      ("deep-depth", po::value(&deep_depth)->default_value(deep_depth), "a deeper model timed whole, for the overlap of host and device (-1: 8 on CUDA, none on the CPU; 0: none)")
+      ("deep-depth", po::value(&deep_depth)->default_value(deep_depth), "a deeper model timed whole, for the overlap of host and device (-1: half the reference depth on CUDA, none on the CPU; 0: none)")
       ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
       ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
       ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")

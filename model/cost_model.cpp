@@ -25,6 +25,20 @@ Features features(const Workload& w, int64_t micro_batch) {
   return f;
 }
 
+double overlap_share(double host_ops, const TimeCoefficients& c) {
+  if (host_ops <= c.launch_queue_ops || host_ops <= 0) return 0;
+  return 1 - c.launch_queue_ops / host_ops;
+}
+
+double combine(double host_s, double device_s, double host_ops, const HardwareModel& hw) {
+  if (hw.overlap == Overlap::sum) return host_s + device_s;
+  // Asynchronous launch hides the shorter side, but only as far as the host can run ahead:
+  // once a micro-batch has more operators than the launch queue holds, host and device
+  // are coupled over windows of the queue's length and their imbalances add up.
+  return std::max(host_s, device_s) +
+         hw.time.overlap_loss * overlap_share(host_ops, hw.time) * std::min(host_s, device_s);
+}
+
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p) {
   const TimeCoefficients& c = hw.time;
   // Rates were fitted in one precision; another precision scales them by the datasheet
@@ -44,11 +58,7 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
   const double attn_s = f.attention_flops / (c.attention_tflops * rate_scale * 1e12);
   const double mem_s = f.memory_bytes / (c.memory_gbps * 1e9) + f.loss_bytes / (c.loss_gbps * 1e9);
   t.device_s = c.device_fixed_s + gemm_s + head_s + attn_s + mem_s + c.per_kernel_s * f.host_ops;
-  // Asynchronous launch hides the shorter of the two only where their phases line up; the
-  // launch queue (about a thousand kernels) bounds how far the host can run ahead.
-  t.total_s = hw.overlap == Overlap::max
-                  ? std::max(t.host_s, t.device_s) + c.overlap_loss * std::min(t.host_s, t.device_s)
-                  : t.host_s + t.device_s;
+  t.total_s = combine(t.host_s, t.device_s, f.host_ops, hw);
   return t;
 }
 
@@ -65,16 +75,19 @@ MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   return e;
 }
 
-double optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw) {
+OptimizerTime optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw) {
   const TimeCoefficients& c = hw.time;
-  return c.optimizer_fixed_s + c.optimizer_per_tensor_s * static_cast<double>(lora_tensors) +
-         c.optimizer_per_param_s * static_cast<double>(trainable_params);
+  OptimizerTime o;
+  o.host_s = c.optimizer_fixed_s + c.optimizer_per_tensor_s * static_cast<double>(lora_tensors);
+  o.device_s = c.optimizer_device_per_tensor_s * static_cast<double>(lora_tensors) +
+               c.optimizer_per_param_s * static_cast<double>(trainable_params);
+  return o;
 }
 
 CostModel::CostModel(const Workload& w, const HardwareModel& hw)
     : hw_(hw), precision_(w.train.precision), unit_(features(w, 1)) {
   const ParamCounts pc = count_params(w.arch, w.lora);
-  optimizer_s_ = optimizer_time(pc.trainable, pc.lora_tensors, hw_);
+  optimizer_ = optimizer_time(pc.trainable, pc.lora_tensors, hw_);
   accumulation_ops_ = accumulation_ops(pc.lora_tensors);
 }
 
@@ -100,11 +113,20 @@ MicroBatchTime CostModel::micro_batch(int64_t micro_batch, bool accumulating) co
   return micro_batch_time(f, hw_, precision_);
 }
 
-double CostModel::step_time_s(int64_t micro_batch, int64_t accumulation) const {
-  double t = micro_batch_time(at(micro_batch), hw_, precision_).total_s + optimizer_s_;
-  if (accumulation > 1)
-    t += static_cast<double>(accumulation - 1) * this->micro_batch(micro_batch, true).total_s;
-  return t;
+StepTime CostModel::step(int64_t micro_batch, int64_t accumulation) const {
+  const MicroBatchTime first = this->micro_batch(micro_batch);
+  const double rest = static_cast<double>(accumulation - 1);
+  StepTime s;
+  s.host_s = first.host_s + optimizer_.host_s;
+  s.device_s = first.device_s + optimizer_.device_s;
+  if (rest > 0) {
+    const MicroBatchTime acc = this->micro_batch(micro_batch, true);
+    s.host_s += rest * acc.host_s;
+    s.device_s += rest * acc.device_s;
+  }
+  s.total_s = combine(s.host_s, s.device_s, unit_.host_ops, hw_);
+  s.host_bound = s.host_s > s.device_s;
+  return s;
 }
 
 MemoryEstimate CostModel::memory(int64_t micro_batch) const { return peak_memory(at(micro_batch), hw_); }

@@ -29,7 +29,21 @@ Features features(const Workload& w, int64_t micro_batch);
 struct MicroBatchTime {
   double host_s = 0;    ///< host dispatch time
   double device_s = 0;  ///< device execution time
-  double total_s = 0;   ///< max or sum of the two, per the device's overlap
+  double total_s = 0;   ///< both combined per the device's overlap mode
+};
+
+/// AdamW over the adapters plus zeroing their gradients, split like a micro-batch.
+struct OptimizerTime {
+  double host_s = 0;
+  double device_s = 0;
+};
+
+/// One optimizer step: a micro-batches, then the optimizer.
+struct StepTime {
+  double host_s = 0;       ///< all host dispatch of the step
+  double device_s = 0;     ///< all device execution of the step
+  double total_s = 0;      ///< wall time of the step
+  bool host_bound = false; ///< host dispatch sets the pace
 };
 
 struct MemoryEstimate {
@@ -37,14 +51,18 @@ struct MemoryEstimate {
   double peak_reserved_bytes = 0;   ///< what the caching allocator holds from the device
 };
 
-/// Time and memory of one micro-batch from its features.
+/// Time of one micro-batch from its features.
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p);
+MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw);
+OptimizerTime optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw);
 /// Operators a micro-batch adds when it accumulates into existing gradients (every one
 /// after the first of a step: one in-place add per adapter tensor).
 double accumulation_ops(int64_t lora_tensors);
-MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw);
-/// One AdamW step over the adapters plus zeroing their gradients.
-double optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw);
+/// The share of overlap_loss that applies to a micro-batch of `host_ops` operators: 0 while
+/// the whole micro-batch fits in the launch queue, approaching 1 for very long ones.
+double overlap_share(double host_ops, const TimeCoefficients& c);
+/// Combines host and device time the way the device overlaps them.
+double combine(double host_s, double device_s, double host_ops, const HardwareModel& hw);
 
 class CostModel {
  public:
@@ -52,9 +70,13 @@ class CostModel {
 
   /// One micro-batch; `accumulating`: not the first of its step, so it adds into gradients.
   MicroBatchTime micro_batch(int64_t micro_batch, bool accumulating = false) const;
-  double optimizer_step_s() const { return optimizer_s_; }
-  /// T(b, a) = t_micro(b) + (a - 1) * t_micro_accumulating(b) + t_optimizer.
-  double step_time_s(int64_t micro_batch, int64_t accumulation) const;
+  const OptimizerTime& optimizer() const { return optimizer_; }
+  /// The whole step: host and device sums over the micro-batches and the optimizer,
+  /// combined like a micro-batch (asynchronous launch overlaps across the step).
+  StepTime step(int64_t micro_batch, int64_t accumulation) const;
+  double step_time_s(int64_t micro_batch, int64_t accumulation) const {
+    return step(micro_batch, accumulation).total_s;
+  }
   MemoryEstimate memory(int64_t micro_batch) const;
 
  private:
@@ -63,7 +85,7 @@ class CostModel {
   HardwareModel hw_;
   Precision precision_;
   Features unit_;  ///< features at micro-batch 1
-  double optimizer_s_ = 0;
+  OptimizerTime optimizer_;
   double accumulation_ops_ = 0;
 };
 

@@ -27,10 +27,13 @@ struct TimeCoefficients {
   double loss_gbps = 1;             ///< effective bandwidth of the loss over the vocabulary, GB/s
   double per_kernel_s = 0;          ///< device time floor per operator
   double overlap_loss = 0;          ///< share of the shorter of host/device time that fails to
-                                    ///< overlap (0: perfect overlap; only with overlap = max)
-  double optimizer_fixed_s = 0;     ///< AdamW step + zero_grad, fixed part
-  double optimizer_per_tensor_s = 0;  ///< per adapter tensor (per-tensor kernel launches)
-  double optimizer_per_param_s = 0;   ///< per trainable parameter (bandwidth of the update)
+                                    ///< overlap once a micro-batch outgrows the launch queue
+  double launch_queue_ops = 1024;   ///< operators the host can run ahead of the device (CUDA's
+                                    ///< launch queue); shorter micro-batches overlap fully
+  double optimizer_fixed_s = 0;     ///< AdamW step + zero_grad: host time, fixed part
+  double optimizer_per_tensor_s = 0;  ///< host time per adapter tensor (per-tensor dispatch)
+  double optimizer_device_per_tensor_s = 0;  ///< device time per adapter tensor (kernel floors)
+  double optimizer_per_param_s = 0;   ///< device time per trainable parameter (update bandwidth)
 };
 
 /// Peak-memory coefficients: multipliers on the analytic terms of model/analytics.h.

@@ -63,12 +63,14 @@ Result simulate(const Request& r) {
     s.micro_batch = b;
     s.accumulation = r.effective_batch / b;
     const model::MicroBatchTime t = cost.micro_batch(b);
+    const model::StepTime st = cost.step(b, s.accumulation);
     s.micro_batch_time_s = t.total_s;
     s.host_time_s = t.host_s;
     s.device_time_s = t.device_s;
-    s.host_bound = t.host_s > t.device_s;
-    s.optimizer_time_s = cost.optimizer_step_s();
-    s.step_time_s = cost.step_time_s(b, s.accumulation);
+    s.host_bound = st.host_bound;
+    // The optimizer's visible cost: its dispatch when the host sets the pace, else its kernels.
+    s.optimizer_time_s = st.host_bound ? cost.optimizer().host_s : cost.optimizer().device_s;
+    s.step_time_s = st.total_s;
     s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
     s.tokens_per_s = tokens_per_step / s.step_time_s;
     const model::MemoryEstimate m = cost.memory(b);

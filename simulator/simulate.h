@@ -27,7 +27,7 @@ struct Split {
   double host_time_s = 0;      ///< host dispatch per micro-batch
   double device_time_s = 0;    ///< device execution per micro-batch
   double optimizer_time_s = 0;
-  double step_time_s = 0;      ///< first micro-batch + (a-1) accumulating ones + optimizer
+  double step_time_s = 0;      ///< a micro-batches and the optimizer (docs/cost-model.md)
   double run_time_s = 0;       ///< steps * step_time_s
   double tokens_per_s = 0;
   double peak_allocated_bytes = 0;

@@ -19,14 +19,25 @@ Workload qwen(int64_t seq_len = 512) {
 }
 }  // namespace
 
-TEST(CostModelTest, StepTimeIsFirstPlusAccumulatingMicroBatchesPlusOptimizer) {
+TEST(CostModelTest, StepSumsHostAndDeviceOverMicroBatchesAndOptimizer) {
   const CostModel cm(qwen(), test_gpu());
-  EXPECT_DOUBLE_EQ(cm.step_time_s(4, 1), cm.micro_batch(4).total_s + cm.optimizer_step_s());
-  for (int64_t a : {2, 7}) {
-    EXPECT_NEAR(cm.step_time_s(4, a),
-                cm.micro_batch(4).total_s + (a - 1) * cm.micro_batch(4, true).total_s + cm.optimizer_step_s(),
+  for (int64_t a : {1, 2, 7}) {
+    const StepTime s = cm.step(4, a);
+    EXPECT_NEAR(s.host_s, cm.micro_batch(4).host_s + (a - 1) * cm.micro_batch(4, true).host_s + cm.optimizer().host_s,
                 1e-15);
+    EXPECT_NEAR(s.device_s,
+                cm.micro_batch(4).device_s + (a - 1) * cm.micro_batch(4, true).device_s + cm.optimizer().device_s,
+                1e-15);
+    EXPECT_DOUBLE_EQ(s.total_s, std::max(s.host_s, s.device_s));  // overlap_loss is 0
+    EXPECT_EQ(s.host_bound, s.host_s > s.device_s);
   }
+}
+
+TEST(CostModelTest, SynchronousDeviceAddsHostAndDevice) {
+  HardwareModel hw = test_gpu();
+  hw.overlap = Overlap::sum;
+  const StepTime s = CostModel(qwen(), hw).step(2, 3);
+  EXPECT_DOUBLE_EQ(s.total_s, s.host_s + s.device_s);
 }
 
 TEST(CostModelTest, AccumulatingMicroBatchDispatchesOneAddPerAdapterTensor) {
@@ -37,12 +48,27 @@ TEST(CostModelTest, AccumulatingMicroBatchDispatchesOneAddPerAdapterTensor) {
   EXPECT_NEAR(extra, hw.time.host_per_op_s * count_params(w.arch, w.lora).lora_tensors, 1e-15);
 }
 
-TEST(CostModelTest, OverlapLossAddsAShareOfTheShorterSide) {
-  const Features f = features(qwen(), 2);
+TEST(CostModelTest, OverlapLossAppliesOnlyBeyondTheLaunchQueue) {
   HardwareModel hw = test_gpu();
   hw.time.overlap_loss = 0.25;
+  hw.time.launch_queue_ops = 1000;
+  EXPECT_DOUBLE_EQ(overlap_share(800, hw.time), 0.0);
+  EXPECT_DOUBLE_EQ(overlap_share(4000, hw.time), 0.75);
+  const Features f = features(qwen(), 2);  // 28 layers: thousands of operators
   const MicroBatchTime t = micro_batch_time(f, hw, Precision::bf16);
-  EXPECT_DOUBLE_EQ(t.total_s, std::max(t.host_s, t.device_s) + 0.25 * std::min(t.host_s, t.device_s));
+  const double share = 1 - 1000 / f.host_ops;
+  EXPECT_DOUBLE_EQ(t.total_s, std::max(t.host_s, t.device_s) + 0.25 * share * std::min(t.host_s, t.device_s));
+}
+
+TEST(CostModelTest, OptimizerHostAndDeviceParts) {
+  HardwareModel hw = test_gpu();
+  hw.time.optimizer_fixed_s = 1e-3;
+  hw.time.optimizer_per_tensor_s = 50e-6;
+  hw.time.optimizer_device_per_tensor_s = 20e-6;
+  hw.time.optimizer_per_param_s = 1e-12;
+  const OptimizerTime o = optimizer_time(1'000'000, 100, hw);
+  EXPECT_DOUBLE_EQ(o.host_s, 1e-3 + 100 * 50e-6);
+  EXPECT_DOUBLE_EQ(o.device_s, 100 * 20e-6 + 1e6 * 1e-12);
 }
 
 TEST(CostModelTest, StepTimeGrowsWithAccumulation) {

@@ -25,6 +25,7 @@ inline model::HardwareModel test_gpu() {
   hw.time.per_kernel_s = 3e-6;
   hw.time.optimizer_fixed_s = 1e-3;
   hw.time.optimizer_per_tensor_s = 5e-5;
+  hw.time.optimizer_device_per_tensor_s = 2e-5;
   hw.time.optimizer_per_param_s = 1e-11;
   hw.memory.workspace_bytes = 1 << 27;
   hw.memory.reserved_scale = 1.05;

@@ -1,0 +1,308 @@
+// End-to-end test of the real CPU pipeline through the `lorasim` binary: calibrate a profile
+// with LibTorch on this machine, simulate with it, validate it against freshly measured runs,
+// refit it from the saved measurements, and the failure paths of the training commands
+// (an interrupt, an unwritable output, CUDA asked for and absent). Built only when lorasim has
+// LibTorch. The calibration (~15 s on two cores) runs once per process in SetUpTestSuite,
+// so ctest runs this binary whole rather than one process per test.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kUsage = 2;        // cli/args.h: bad flag or value
+constexpr int kCalibration = 4;  // cli/args.h: training or calibration failed
+
+struct RunResult {
+  int exit_code = -1;  ///< -1 when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  for (std::string line; std::getline(ss, line);) lines.push_back(line);
+  return lines;
+}
+
+fs::path make_temp_dir() {
+  std::string tmpl = (fs::path(::testing::TempDir()) / "lorasim-pipeline-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
+  return tmpl;
+}
+
+/// A fresh directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() : path_(make_temp_dir()) {}
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+/// Runs the built binary with `args`; stdout through the pipe, stderr through a file.
+RunResult lorasim(const std::vector<std::string>& args) {
+  TempDir dir;
+  const fs::path err_file = dir / "stderr.txt";
+  std::string cmd = shell_quote(LORASIM_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " 2>" + shell_quote(err_file.string());
+  RunResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed: " << cmd;
+    return r;
+  }
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = read_file(err_file);
+  return r;
+}
+
+std::string describe(const std::vector<std::string>& args, const RunResult& r) {
+  std::string s = "lorasim";
+  for (const auto& a : args) s += " " + a;
+  return s + "\n  exit " + std::to_string(r.exit_code) + "\n  stdout: " + r.out.substr(0, 3000) +
+         "\n  stderr: " + r.err.substr(0, 3000);
+}
+
+/// Runs a command that must succeed and parses its stdout as JSON (progress may go to stderr).
+json ok_json(const std::vector<std::string>& args) {
+  const RunResult r = lorasim(args);
+  EXPECT_EQ(r.exit_code, 0) << describe(args, r);
+  try {
+    return json::parse(r.out);
+  } catch (const json::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << ")\n" << describe(args, r);
+    return json();
+  }
+}
+
+/// The error contract of cli/main.cpp: exit `code`, one line "error: ..." containing `needle`.
+void expect_one_error_line(const std::vector<std::string>& args, const RunResult& r, int code,
+                           const std::string& needle) {
+  EXPECT_EQ(r.exit_code, code) << describe(args, r);
+  const std::vector<std::string> lines = lines_of(r.err);
+  ASSERT_EQ(lines.size(), 1u) << describe(args, r);
+  EXPECT_EQ(lines[0].rfind("error: ", 0), 0u) << describe(args, r);
+  EXPECT_NE(lines[0].find(needle), std::string::npos) << "wants '" << needle << "'\n" << describe(args, r);
+}
+
+std::vector<std::string> calibrate_args(const fs::path& dir) {
+  return {"calibrate", "--device", "cpu", "--model", "tiny", "--out", (dir / "cpu.toml").string(),
+          "--save-measurements", (dir / "runs.csv").string(), "--budget", "60"};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// One CPU calibration shared by every test of the suite.
+class PipelineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new fs::path(make_temp_dir());
+    const auto start = Clock::now();
+    calibrate_ = new RunResult(lorasim(calibrate_args(*dir_)));
+    calibrate_s_ = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(*dir_, ec);
+    delete dir_;
+    delete calibrate_;
+  }
+  void SetUp() override {
+    ASSERT_EQ(calibrate_->exit_code, 0) << "the shared calibration failed\n"
+                                        << describe(calibrate_args(*dir_), *calibrate_);
+  }
+
+  static fs::path profile() { return *dir_ / "cpu.toml"; }
+  static fs::path runs() { return *dir_ / "runs.csv"; }
+
+  static fs::path* dir_;
+  static RunResult* calibrate_;
+  static double calibrate_s_;
+};
+
+fs::path* PipelineTest::dir_ = nullptr;
+RunResult* PipelineTest::calibrate_ = nullptr;
+double PipelineTest::calibrate_s_ = 0;
+
+TEST_F(PipelineTest, CalibrateWritesAProfileThatSimulateUsesAsCalibrated) {
+  RecordProperty("calibrate_s", std::to_string(calibrate_s_));
+  EXPECT_NE(calibrate_->out.find("wrote " + profile().string()), std::string::npos) << calibrate_->out;
+  ASSERT_TRUE(fs::is_regular_file(profile()));
+  ASSERT_TRUE(fs::is_regular_file(runs()));
+  // Only the two outputs: the atomic write leaves no temporary behind.
+  EXPECT_EQ(std::distance(fs::directory_iterator(*dir_), fs::directory_iterator()), 2);
+
+  const json j = ok_json({"simulate", "--profile", profile().string(), "--model", "tiny", "--effective-batch", "8",
+                          "--seq-len", "64", "--precision", "fp32", "--format", "json"});
+  EXPECT_EQ(j["gpu"]["calibrated"], true) << j["gpu"].dump();
+  ASSERT_TRUE(j["splits"].is_array());
+  EXPECT_EQ(j["splits"].size(), 4u);  // 1x8, 2x4, 4x2, 8x1
+  for (const auto& s : j["splits"]) {
+    EXPECT_GT(s["step_time_s"].get<double>(), 0) << s.dump();
+    EXPECT_GT(s["peak_reserved_bytes"].get<double>(), 0) << s.dump();
+  }
+}
+
+TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
+  const json j = ok_json({"validate", "--profile", profile().string(), "--device", "cpu", "--model", "tiny",
+                          "--effective-batch", "8", "--seq-len", "64", "--format", "json"});
+  ASSERT_TRUE(j["splits"].is_array()) << j.dump().substr(0, 2000);
+  ASSERT_EQ(j["splits"].size(), 4u);
+  int measured = 0;
+  for (const auto& s : j["splits"]) {
+    SCOPED_TRACE(s.dump());
+    if (s["measured_oom"].get<bool>()) continue;
+    ++measured;
+    ASSERT_TRUE(s["reserved_error"].is_number());
+    EXPECT_LT(std::abs(s["reserved_error"].get<double>()), 0.05);
+    ASSERT_TRUE(s["step_time_error"].is_number());
+    EXPECT_TRUE(std::isfinite(s["step_time_error"].get<double>()));
+    EXPECT_GT(s["measured_step_time_s"].get<double>(), 0);
+  }
+  EXPECT_GT(measured, 0) << "every split ran out of memory on the CPU";
+  EXPECT_EQ(j["summary"]["points"], measured) << j["summary"].dump();
+}
+
+TEST_F(PipelineTest, FitOfTheSavedMeasurementsValidatesAgainstThem) {
+  const fs::path refit = *dir_ / "refit.toml";
+  const std::vector<std::string> fit = {"fit", "--measurements", runs().string(), "--out", refit.string(),
+                                        "--profile", profile().string(), "--overlap", "sum"};
+  const RunResult r = lorasim(fit);
+  ASSERT_EQ(r.exit_code, 0) << describe(fit, r);
+  ASSERT_TRUE(fs::is_regular_file(refit));
+
+  const json j = ok_json({"validate", "--measurements", runs().string(), "--profile", refit.string(), "--format", "json"});
+  ASSERT_TRUE(j.contains("summary")) << j.dump().substr(0, 2000);
+  EXPECT_GT(j["summary"]["points"].get<int>(), 0) << j["summary"].dump();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Starts the binary with stdout and stderr going to files; returns the child's pid.
+pid_t spawn_lorasim(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  std::vector<std::string> argv_s = {LORASIM_BIN};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  EXPECT_EQ(rc, 0) << "posix_spawn " << LORASIM_BIN;
+  return rc == 0 ? pid : -1;
+}
+
+TEST(PipelineErrorTest, InterruptedCalibrateFailsAndLeavesNoFiles) {
+  TempDir dir, logs;  // logs apart, so `dir` must end up empty
+  const fs::path out = logs / "stdout.txt", err = logs / "stderr.txt";
+  const std::vector<std::string> args = calibrate_args(dir.path());
+  const pid_t pid = spawn_lorasim(args, out, err);
+  ASSERT_GT(pid, 0);
+
+  // Interrupt once the first run is reported (the handler is installed by then), or after
+  // 30 s in any case, so a slow start cannot hang the test.
+  const auto start = Clock::now();
+  while (read_file(err).find("[ 1/") == std::string::npos && Clock::now() - start < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const auto interrupted = Clock::now();
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const double stop_s = std::chrono::duration<double>(Clock::now() - interrupted).count();
+  RecordProperty("stop_after_interrupt_s", std::to_string(stop_s));
+
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(out);
+  r.err = read_file(err);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
+                                 << " instead of exiting\n" << describe(args, r);
+  EXPECT_EQ(r.exit_code, kCalibration) << describe(args, r);
+  EXPECT_NE(r.err.find("error: calibration interrupted"), std::string::npos) << describe(args, r);
+  // Runs are short; the interrupt is polled between them.
+  EXPECT_LT(stop_s, 15) << describe(args, r);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
+  EXPECT_TRUE(left.empty()) << "left behind: " << (left.empty() ? "" : left.front()) << " (and " << left.size()
+                            << " in all)";
+}
+
+TEST(PipelineErrorTest, CalibrateToAMissingDirectoryFailsBeforeTraining) {
+  const std::vector<std::string> args = {"calibrate", "--device", "cpu", "--model", "tiny",
+                                         "--out", "/nonexistent-dir/x.toml"};
+  const auto start = Clock::now();
+  const RunResult r = lorasim(args);
+  const double took_s = std::chrono::duration<double>(Clock::now() - start).count();
+  expect_one_error_line(args, r, kUsage, "/nonexistent-dir");
+  EXPECT_EQ(r.out, "") << describe(args, r);
+  EXPECT_LT(took_s, 1.0) << "should fail before building any model\n" << describe(args, r);
+}
+
+TEST(PipelineErrorTest, TrainOnCudaWithoutCudaIsOneClearError) {
+  // Tiny and short, so that a machine that does have CUDA skips quickly.
+  const std::vector<std::string> args = {"train", "--device", "cuda", "--model", "tiny", "--seq-len", "16",
+                                         "--steps", "1", "--warmup", "0"};
+  const RunResult r = lorasim(args);
+  if (r.exit_code == 0) GTEST_SKIP() << "CUDA is available here";
+  expect_one_error_line(args, r, kUsage, "cuda");
+  EXPECT_EQ(r.out, "") << describe(args, r);
+}
+
+TEST(PipelineErrorTest, VersionNamesLibTorchAndCuda) {
+  const RunResult r = lorasim({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << describe({"--version"}, r);
+  EXPECT_NE(r.out.find("LibTorch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CUDA"), std::string::npos) << r.out;
+}
+
+}  // namespace
