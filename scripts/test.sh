@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the dependencies, configures build/ afresh (Release, Ninja), builds everything and
+# runs the whole test suite: the test command README.md and CI give. Non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+# A fresh configuration: a stale cache (another LibTorch, another generator, old options)
+# must not decide whether the tests pass. Object files stay, so a rerun rebuilds only changes.
+rm -rf build/CMakeCache.txt build/CMakeFiles
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
