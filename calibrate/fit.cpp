@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "calibrate/nnls.h"
 #include "model/analytics.h"
@@ -229,6 +230,50 @@ void fit_optimizer(const std::vector<Row>& rows, model::HardwareModel& hw) {
   }
 }
 
+// Host dispatch time depends on the operator count, not on the micro-batch or sequence
+// length, and it drifts over seconds on a shared host: the rows of one depth, measured
+// back to back, share that drift. So fit host time through one median per operator count,
+// each depth weighing the same, which gives the deep runs their full lever arm for the
+// extrapolation to a full-depth model. Deep runs (no split) count where they are clearly
+// host-bound: their steady-state micro-batch time is then the host time.
+void fit_host_by_depth(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  std::map<long long, std::vector<double>> by_ops;
+  for (const Row& r : rows) {
+    const long long ops = std::llround(r.f.host_ops);
+    if (measured(r.m->host_time_s)) {
+      by_ops[ops].push_back(r.m->host_time_s);
+    } else if (measured(r.m->micro_batch_time_s) && r.m->accumulation == 1) {
+      const double device = model::micro_batch_time(r.f, hw, r.m->workload.train.precision).device_s;
+      if (device < 0.5 * r.m->micro_batch_time_s) by_ops[ops].push_back(r.m->micro_batch_time_s);
+    } else if (measured(r.m->micro_batch_time_s)) {
+      // Mean over the step's micro-batches: all but the first also dispatch the gradient adds.
+      const double device = model::micro_batch_time(r.f, hw, r.m->workload.train.precision).device_s;
+      const double extra = r.accumulating_share() * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
+      if (device < 0.5 * r.m->micro_batch_time_s)
+        by_ops[std::llround(r.f.host_ops + extra)].push_back(r.m->micro_batch_time_s);
+    }
+  }
+  std::vector<Eigen::VectorXd> x;
+  std::vector<double> y;
+  for (auto& [ops, times] : by_ops) {
+    std::sort(times.begin(), times.end());
+    const size_t m = times.size() / 2;
+    const double median = times.size() % 2 ? times[m] : 0.5 * (times[m - 1] + times[m]);
+    x.push_back((Eigen::VectorXd(2) << 1.0, static_cast<double>(ops)).finished());
+    y.push_back(median);
+  }
+  // Absolute, not relative, errors here: the deepest point must weigh most, since full
+  // models lie beyond it.
+  if (y.size() < 2) return;
+  Eigen::MatrixXd A(static_cast<Eigen::Index>(y.size()), 2);
+  Eigen::VectorXd b(static_cast<Eigen::Index>(y.size()));
+  for (size_t i = 0; i < y.size(); ++i) {
+    A.row(static_cast<Eigen::Index>(i)) = x[i].transpose();
+    b(static_cast<Eigen::Index>(i)) = y[i];
+  }
+  set_host(hw.time, nnls(A, b));
+}
+
 void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   std::vector<Eigen::VectorXd> hx, dx;
   std::vector<double> hy, dy;
@@ -250,8 +295,8 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   }
   const bool split_usable = hy.size() >= 4 && max_ops > 1.2 * min_ops;
   if (hw.overlap == model::Overlap::max && split_usable) {
-    set_host(hw.time, fit_relative(hx, hy));
     set_device(hw.time, fit_relative(dx, dy));
+    fit_host_by_depth(rows, hw);
     fit_optimizer(rows, hw);
     fit_overlap_loss(rows, hw);
     return;
