@@ -96,6 +96,8 @@ Result simulate(const Request& r) {
                         percent(r.hardware.expected_time_error) + " and memory by ~" +
                         percent(r.hardware.expected_memory_error) +
                         " (run `lorasim calibrate` on this GPU for a calibrated profile)");
+  if (!r.hardware.bf16_supported && r.workload.train.precision == model::Precision::fp16)
+    out.notes.push_back("the " + r.hardware.display_name + " has no bf16: fp16 mixed precision assumed");
   if (r.hardware.overlap == model::Overlap::max)
     out.notes.push_back("reserved memory assumes PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what "
                         "`lorasim calibrate` runs with); PyTorch's default allocator can hold up to one "
