@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/forward.h"
 #include "cli/version.h"
 #include "model/error.h"
 
@@ -29,6 +30,11 @@ const Command kCommands[] = {
 #ifdef LORASIM_WITH_CALIBRATE
     {"calibrate", lorasim::cli::cmd_calibrate, "run short real training steps and fit a hardware profile"},
     {"train", lorasim::cli::cmd_train, "run real LoRA training steps and report time and memory"},
+#else
+    {"calibrate", [](const Args& a) -> int { lorasim::cli::exec_train_binary("calibrate", a); },
+     "run short real training steps and fit a hardware profile"},
+    {"train", [](const Args& a) -> int { lorasim::cli::exec_train_binary("train", a); },
+     "run real LoRA training steps and report time and memory"},
 #endif
     {"validate", lorasim::cli::cmd_validate, "compare predictions with measured runs (live, or from a file)"},
     {"fit", lorasim::cli::cmd_fit, "fit a profile to timed runs of any framework (a measurement file)"},
