@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "calibrate/calibration.h"
@@ -24,6 +25,20 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) { g_interrupted = true; }
+
+// SIGINT/SIGTERM set a flag the calibration polls between runs, so it can stop cleanly
+// and write nothing; the default handlers come back however the calibration ends.
+struct InterruptGuard {
+  InterruptGuard() {
+    g_interrupted = false;
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+  }
+  ~InterruptGuard() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+};
 
 std::vector<int64_t> parse_list(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
@@ -99,9 +114,7 @@ int cmd_calibrate(const Args& args) {
   hw::Profile profile = base_profile_for(dev);
   std::cerr << "calibrating " << dev.name << " (" << dev.spec << ") with " << opt.reference.arch.name
             << ", budget " << opt.time_budget_s << " s\n";
-  g_interrupted = false;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  std::optional<InterruptGuard> interrupts(std::in_place);
   const calib::CalibrationResult res = calib::run_calibration(
       opt, profile.hw,
       [](const calib::CalibrationProgress& p) {
@@ -120,8 +133,7 @@ int cmd_calibrate(const Args& args) {
         std::cerr << "  (" << fixed(p.elapsed_s, 1) << " s)\n";
       },
       [] { return g_interrupted.load(); });
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  interrupts.reset();
 
   profile.hw = res.fit.hardware;
   profile.hw.calibrated = true;
