@@ -8,6 +8,9 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
+#include "cli/output_path.h"
+#include "cli/plot_svg.h"
+#include "cli/split_charts.h"
 #include "model/analytics.h"
 #include "simulator/simulate.h"
 
@@ -22,9 +25,11 @@ struct SimulateArgs {
   std::string memory_limit;
   std::string safety_margin = "0.05";
   std::string format = "table";
+  std::string plot;  ///< --plot: SVG chart path, empty for none
 };
 
-po::options_description simulate_options(SimulateArgs& a) {
+/// `with_plot`: `simulate` draws a chart; `recommend` prints one line and has no --plot.
+po::options_description simulate_options(SimulateArgs& a, bool with_plot) {
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
@@ -36,6 +41,8 @@ po::options_description simulate_options(SimulateArgs& a) {
       ("memory-limit", po::value(&a.memory_limit), "usable device memory, e.g. 40GiB (default: the GPU's)")
       ("safety-margin", po::value(&a.safety_margin)->default_value(a.safety_margin), "fraction of the limit kept free")
       ("format", po::value(&a.format)->default_value(a.format), "table, csv or json");
+  if (with_plot)
+    desc.add_options()("plot", po::value(&a.plot), "also draw step time and peak memory per split to this .svg");
   return desc;
 }
 
@@ -157,17 +164,20 @@ struct Prepared {
   sim::Request request;
   hw::Profile profile;
   Format format;
+  std::string plot_path;
 };
 
-bool prepare(const Args& args, const char* usage, Prepared& out) {
+bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out) {
   SimulateArgs a;
-  const po::options_description desc = simulate_options(a);
+  const po::options_description desc = simulate_options(a, with_plot);
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << usage << "\n" << desc << "\n";
     return false;
   }
   out.format = parse_format(a.format);
+  if (vm.count("plot")) check_writable("--plot", a.plot);
+  out.plot_path = a.plot;
   out.profile = select_profile(a.hardware);
   out.request.hardware = out.profile.hw;
   out.request.workload = build_workload(a.workload, out.profile.hw.bf16_supported);
@@ -190,10 +200,12 @@ int cmd_simulate(const Args& args) {
                "  lorasim simulate --gpu h200 --model qwen3-8b --effective-batch 64 --seq-len 2048 --grad-ckpt\n"
                "  lorasim simulate --gpu a100-80gb --model-config config.json --effective-batch 32 \\\n"
                "                   --seq-len 1024 --lora-rank 64 --lora-targets q,k,v,o --format json\n"
-               "  lorasim simulate --profile my-h200.toml --model qwen3-4b --effective-batch 32",
-               p))
+               "  lorasim simulate --profile my-h200.toml --model qwen3-4b --effective-batch 32\n"
+               "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --plot splits.svg",
+               true, p))
     return kOk;
   const sim::Result r = sim::simulate(p.request);
+  if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
     case Format::json: std::cout << result_json(p.request, p.profile, r).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
@@ -211,7 +223,7 @@ int cmd_recommend(const Args& args) {
                "examples:\n"
                "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
                "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json",
-               p))
+               false, p))
     return kOk;
   const sim::Result r = sim::simulate(p.request);
   switch (p.format) {

@@ -18,6 +18,8 @@
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
+#include "cli/plot_svg.h"
+#include "cli/split_charts.h"
 #include "cli/validate_measurements.h"
 #include "simulator/simulate.h"
 
@@ -50,7 +52,7 @@ int cmd_validate(const Args& args) {
   WorkloadArgs wa;
   HardwareArgs ha;
   std::string device = "auto", effective_batch = "16", splits, steps = "3", warmup = "1", format = "table";
-  std::string memory_limit, margin = "0.05", measurements, save;
+  std::string memory_limit, margin = "0.05", measurements, save, plot;
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
@@ -66,7 +68,8 @@ int cmd_validate(const Args& args) {
   desc.add_options()
       ("memory-limit", po::value(&memory_limit), "memory limit for the prediction and the runs, e.g. 40GiB")
       ("safety-margin", po::value(&margin)->default_value(margin), "fraction of the limit kept free in the prediction")
-      ("format", po::value(&format)->default_value(format), "table, csv or json");
+      ("format", po::value(&format)->default_value(format), "table, csv or json")
+      ("plot", po::value(&plot), "also draw predicted and measured step time and peak memory per split to this .svg");
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: lorasim validate [options]\n\n"
@@ -76,16 +79,18 @@ int cmd_validate(const Args& args) {
                  "examples:\n"
                  "  lorasim validate --profile my-h200.toml --device cuda --model qwen3-1.7b --effective-batch 16 --seq-len 512 --steps 8\n"
                  "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
-                 "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n\n"
+                 "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n"
+                 "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n\n"
               << desc << "\n";
     return kOk;
   }
   const Format fmt = parse_format(format);
+  if (vm.count("plot")) check_writable("--plot", plot);
   const hw::Profile profile = select_profile(ha);
   if (!measurements.empty())
     return validate_measurements(measurements, profile, fmt,
                                  memory_limit.empty() ? 0 : parse_bytes("--memory-limit", memory_limit),
-                                 parse_real("--safety-margin", margin, 0, 0.9));
+                                 parse_real("--safety-margin", margin, 0, 0.9), plot);
 #ifndef LORASIM_WITH_CALIBRATE
   throw InputError("this lorasim was built without LibTorch, so it cannot run training: use --measurements FILE");
 #else
@@ -161,6 +166,9 @@ int cmd_validate(const Args& args) {
   }
   const calib::ComparisonSummary sum = calib::summarize(rows);
   if (!save.empty()) calib::write_measurements_csv(measured_runs, save);
+  if (!plot.empty())
+    write_svg({comparison_chart(req.workload, req.effective_batch, profile, predicted, rows, "measured on " + dev.name)},
+              plot);
 
   if (fmt == Format::json) {
     nlohmann::json j;

@@ -8,6 +8,8 @@
 #include "calibrate/measurement_io.h"
 #include "cli/describe.h"
 #include "cli/format.h"
+#include "cli/plot_svg.h"
+#include "cli/split_charts.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -25,7 +27,7 @@ nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::jso
 }  // namespace
 
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
-                          int64_t memory_limit_bytes, double safety_margin) {
+                          int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path) {
   const std::vector<calib::Measurement> rows = calib::load_measurements(path);
   std::vector<std::string> order;
   std::map<std::string, std::vector<const calib::Measurement*>> groups;
@@ -35,6 +37,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     groups[k].push_back(&m);
   }
   std::vector<calib::ComparedSplit> all;
+  std::vector<SplitChart> charts;
   nlohmann::json jgroups = nlohmann::json::array();
   Table t({"workload", "micro", "accum", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
   double worst_regret = 0;
@@ -74,6 +77,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
              mem ? fixed(100 * c.reserved_error(), 1) + "%" : "-"});
     }
     const calib::ComparisonSummary s = calib::summarize(cs);
+    charts.push_back(comparison_chart(req.workload, req.effective_batch, profile, pred, cs, "measured in " + path));
     worst_regret = std::max(worst_regret, s.regret);
     recommended_oom += s.recommended_oom ? 1 : 0;
     nlohmann::json jg = {{"workload", k}, {"regret", s.regret}, {"recommended_oom", s.recommended_oom},
@@ -90,6 +94,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     jgroups.push_back(jg);
   }
   const calib::ComparisonSummary total = calib::summarize(all);
+  if (!plot_path.empty()) write_svg(charts, plot_path);
   if (format == Format::json) {
     nlohmann::json j = {{"profile", profile_json(profile)}, {"measurements", path}, {"groups", jgroups}};
     j["summary"] = {{"points", total.points},

@@ -3,7 +3,8 @@
 # already present are not fetched again, so CI and fresh machines can call it every time.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libtorch-dev libtomlplusplus-dev libeigen3-dev
-      libboost-program-options-dev libgtest-dev nlohmann-json3-dev)
+      libboost-program-options-dev libgtest-dev nlohmann-json3-dev
+      librsvg2-bin libpng-dev)  # the --plot test renders the SVG (rsvg-convert) and decodes the PNG
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,9 +13,14 @@
 #include <fstream>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#ifdef LORASIM_HAVE_LIBPNG
+#include <png.h>
+#endif
 
 namespace {
 
@@ -393,6 +398,91 @@ TEST(CliTest, ProfileFileGivesTheSamePredictionsAsTheBuiltin) {
   EXPECT_EQ(from_file["recommended"], builtin["recommended"]);
 }
 
+/// The distinct colours of a PNG and its share of pixels that are not white; empty when it
+/// cannot be read.
+struct PngColours {
+  std::set<uint32_t> colours;
+  double inked_fraction = 0;
+};
+
+PngColours png_colours(const fs::path& file) {
+  PngColours out;
+#ifdef LORASIM_HAVE_LIBPNG
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, file.c_str())) return out;
+  image.format = PNG_FORMAT_RGBA;
+  std::vector<png_byte> pixels(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr)) return out;
+  size_t inked = 0;
+  for (size_t i = 0; i + 3 < pixels.size(); i += 4) {
+    const uint32_t rgba = static_cast<uint32_t>(pixels[i]) << 24 | static_cast<uint32_t>(pixels[i + 1]) << 16 |
+                          static_cast<uint32_t>(pixels[i + 2]) << 8 | pixels[i + 3];
+    out.colours.insert(rgba);
+    inked += rgba != 0xffffffffu;
+  }
+  out.inked_fraction = static_cast<double>(inked) / static_cast<double>(pixels.size() / 4);
+#endif
+  return out;
+}
+
+TEST(CliTest, SimulatePlotRendersToANonBlankPng) {
+#ifndef LORASIM_HAVE_LIBPNG
+  GTEST_SKIP() << "built without libpng (libpng-dev, scripts/install-deps.sh): cannot decode the rendered PNG";
+#endif
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "rsvg-convert not found (Debian package librsvg2-bin, scripts/install-deps.sh)";
+  TempDir dir;
+  const fs::path svg = dir / "splits.svg", png = dir / "splits.png";
+  const std::string table =
+      ok({"simulate", "--gpu", "h200", "--model", "qwen3-1.7b", "--effective-batch", "16", "--plot", svg.string()});
+  EXPECT_NE(table.find("HF TrainingArguments"), std::string::npos) << "--plot adds to the table, not replaces it";
+  const std::string text = read_file(svg);
+  for (const char* needle : {"qwen3-1.7b", "seq len 512", "H200", "1 x 16", "16 x 1", ">recommended<", "limit ",
+                             "usable "})
+    EXPECT_NE(text.find(needle), std::string::npos) << needle;
+
+  const std::string render = "rsvg-convert -f png -o " + shell_quote(png.string()) + " " + shell_quote(svg.string());
+  ASSERT_EQ(std::system(render.c_str()), 0) << render;
+  const PngColours c = png_colours(png);
+  // Bars, text, grid, the limit lines, the recommended band: many colours and a fair share of ink.
+  EXPECT_GE(c.colours.size(), 8u);
+  EXPECT_GT(c.inked_fraction, 0.03);
+  EXPECT_LT(c.inked_fraction, 0.9);
+}
+
+TEST(CliTest, PlotWithJsonKeepsStdoutJson) {
+  TempDir dir;
+  const fs::path svg = dir / "splits.svg";
+  const json j = ok_json({"simulate", "--gpu", "t4", "--effective-batch", "8", "--format", "json", "--plot", svg.string()});
+  expect_splits_json(j, 8);
+  EXPECT_EQ(read_file(svg).rfind("<?xml", 0), 0u);
+}
+
+TEST(CliTest, ValidateMeasurementsPlotShowsPredictedBesideMeasuredAndOom) {
+  TempDir dir;
+  const fs::path runs = dir / "runs.csv", svg = dir / "validate.svg";
+  write_file(runs,
+             "model,seq_len,micro_batch,accumulation,oom,step_time_s,peak_reserved_bytes\n"
+             "qwen3-1.7b,512,1,16,false,2.15,6360662016\n"
+             "qwen3-1.7b,512,4,4,false,0.64,13906214912\n"
+             "qwen3-1.7b,512,16,1,true,,\n");
+  ok({"validate", "--measurements", runs.string(), "--gpu", "h200", "--memory-limit", "30GiB", "--plot", svg.string()});
+  const std::string text = read_file(svg);
+  for (const char* needle : {">predicted<", ">measured<", ">OOM<", "1 x 16", "4 x 4", "16 x 1", ">does not fit<",
+                             "limit 30.00 GiB", "measured in "})
+    EXPECT_NE(text.find(needle), std::string::npos) << needle;
+}
+
+TEST(CliTest, HelpOfSimulateAndValidateShowsPlot) {
+  for (const char* command : {"simulate", "validate"}) {
+    SCOPED_TRACE(command);
+    const std::string out = ok({command, "--help"});
+    EXPECT_NE(out.find("--plot"), std::string::npos) << out;
+    EXPECT_NE(out.find(".svg"), std::string::npos) << out;
+  }
+}
+
 TEST(CliTest, VersionPrintsTheVersion) {
   EXPECT_NE(ok({"--version"}).find("lorasim"), std::string::npos);
 }
@@ -524,6 +614,14 @@ TEST(CliErrorTest, BadMemoryLimitShowsTheAcceptedForms) {
   expect_error({"simulate", "--memory-limit", "lots"}, kUsage, {"--memory-limit", "'lots'", "24GiB"});
   expect_error({"simulate", "--memory-limit", "0"}, kUsage, {"--memory-limit", "'0'"});
   expect_error({"simulate", "--memory-limit", "1e30"}, kUsage, {"--memory-limit", "'1e30'"});
+}
+
+TEST(CliErrorTest, PlotIntoAMissingDirectoryFailsBeforeAnyWork) {
+  TempDir dir;
+  const std::string path = (dir / "absent" / "x.svg").string();
+  expect_error({"simulate", "--plot", path}, kUsage, {"--plot", path, "does not exist"});
+  expect_error({"validate", "--measurements", "none.csv", "--plot", path}, kUsage, {"--plot", "does not exist"});
+  expect_error({"simulate", "--plot", ""}, kUsage, {"--plot", "file name"});
 }
 
 TEST(CliErrorTest, NoArgumentsPrintsUsageAndFails) {
