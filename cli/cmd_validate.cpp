@@ -17,6 +17,7 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
+#include "cli/forward.h"
 #include "cli/output_path.h"
 #include "cli/plot_svg.h"
 #include "cli/split_charts.h"
@@ -26,6 +27,7 @@
 namespace lorasim::cli {
 namespace {
 
+#ifdef LORASIM_WITH_CALIBRATE  // helpers of the live mode, which only lorasim-train has
 // "1x16,4x4" -> {(1,16),(4,4)}; every split must multiply to B.
 std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, int64_t B) {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -45,6 +47,7 @@ std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, i
 }
 
 nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+#endif
 
 }  // namespace
 
@@ -92,7 +95,7 @@ int cmd_validate(const Args& args) {
                                  memory_limit.empty() ? 0 : parse_bytes("--memory-limit", memory_limit),
                                  parse_real("--safety-margin", margin, 0, 0.9), plot);
 #ifndef LORASIM_WITH_CALIBRATE
-  throw InputError("this lorasim was built without LibTorch, so it cannot run training: use --measurements FILE");
+  exec_train_binary("validate", args);  // live runs need LibTorch
 #else
   if (!save.empty()) check_writable("--save-measurements", save);
   const calib::DeviceInfo dev = calib::resolve_device(device);
