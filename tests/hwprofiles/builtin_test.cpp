@@ -33,19 +33,36 @@ TEST(BuiltinProfileTest, EveryEmbeddedProfileParsesAndValidates) {
     const Profile p = parse_profile(text.toml, "builtin:" + text.name + ".toml");
     validate_profile(p);
     EXPECT_EQ(p.hw.name, text.name);  // the file name and [gpu].name agree
-    EXPECT_FALSE(p.hw.calibrated);
-    EXPECT_EQ(p.origin_source, "datasheet prior");
-    EXPECT_DOUBLE_EQ(p.hw.expected_time_error, 0.5);
-    EXPECT_DOUBLE_EQ(p.hw.expected_memory_error, 0.15);
+    if (p.hw.calibrated) {
+      // A calibrated builtin says where it came from.
+      EXPECT_EQ(p.origin_source.rfind("lorasim calibrate", 0), 0u) << p.origin_source;
+      EXPECT_NE(p.calibration.find("date"), nullptr);
+      EXPECT_NE(p.calibration.find("device"), nullptr);
+      EXPECT_LT(p.hw.expected_time_error, 0.5);
+    } else {
+      EXPECT_EQ(p.origin_source, "datasheet prior");
+      EXPECT_DOUBLE_EQ(p.hw.expected_time_error, 0.5);
+      EXPECT_DOUBLE_EQ(p.hw.expected_memory_error, 0.15);
+      EXPECT_TRUE(p.calibration.empty());
+    }
     EXPECT_EQ(p.hw.overlap, model::Overlap::max);
     EXPECT_EQ(p.hw.memory_bytes % 1048576, 0);  // whole MiB, as nvidia-smi reports
   }
+}
+
+TEST(BuiltinProfileTest, H200IsCalibratedOnAnH200) {
+  const Profile p = builtin_profile("h200");
+  EXPECT_TRUE(p.hw.calibrated);
+  ASSERT_NE(p.calibration.find("device"), nullptr);
+  EXPECT_EQ(std::get<std::string>(*p.calibration.find("device")), "NVIDIA H200");
+  EXPECT_EQ(std::get<std::string>(*p.calibration.find("reference_model")), "qwen3-1.7b");
 }
 
 TEST(BuiltinProfileTest, PriorsFollowTheStatedRule) {
   for (const auto& name : builtin_profile_names()) {
     SCOPED_TRACE(name);
     const model::HardwareModel hw = builtin_profile(name).hw;
+    if (hw.calibrated) continue;  // fitted coefficients replace the rule
     const double peak = hw.peak_tflops(hw.coefficients_precision);
     EXPECT_NEAR(hw.time.gemm_tflops, 0.55 * peak, 1e-9 * peak);
     EXPECT_NEAR(hw.time.attention_tflops, 0.35 * peak, 1e-9 * peak);
