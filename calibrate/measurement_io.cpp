@@ -1,8 +1,9 @@
 // Measurement files: one parser per format, a shared field mapping, errors with file:line.
 #include "calibrate/measurement_io.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -34,13 +35,15 @@ double to_number(const std::string& key, const std::string& v) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != v.size()) throw RowError("column " + key + ": expected a number, got '" + v + "'");
+  if (used == 0 || used != v.size() || !std::isfinite(d))
+    throw RowError("column " + key + ": expected a number, got '" + v + "'");
   return d;
 }
 
 int64_t to_int(const std::string& key, const std::string& v, int64_t min) {
   const double d = to_number(key, v);
-  if (d != static_cast<double>(static_cast<int64_t>(d)) || d < static_cast<double>(min))
+  // Range first: converting a double beyond int64 is undefined behaviour.
+  if (!(d >= static_cast<double>(min) && d < 9.2e18) || d != static_cast<double>(static_cast<int64_t>(d)))
     throw RowError("column " + key + ": expected a whole number >= " + std::to_string(min) + ", got '" + v + "'");
   return static_cast<int64_t>(d);
 }
@@ -173,7 +176,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
         nlohmann::json j;
         try {
           j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
+        } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
           throw RowError(std::string("malformed JSON: ") + e.what());
         }
         if (!j.is_object()) throw RowError("each line must be a JSON object");

@@ -104,6 +104,8 @@ int64_t parse_bytes(const std::string& flag, const std::string& text) {
   if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
     throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB or 16000000000, got '" +
                      text + "'");
+  // Below one byte the conversion truncates to 0, which every caller takes for "unset".
+  if (v * scale < 1) throw InputError(flag + " must be at least 1 byte, got '" + text + "'");
   // Beyond int64 the conversion is undefined; no device comes near 8 EiB anyway.
   if (v * scale >= 9.2e18) throw InputError(flag + " must be below 8 EiB, got '" + text + "'");
   return static_cast<int64_t>(v * scale);

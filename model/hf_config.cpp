@@ -54,12 +54,18 @@ Architecture parse_hf_config(const std::string& text, const std::string& source)
   } catch (const json::parse_error& e) {
     throw ConfigError(source + ":" + std::to_string(line_of(text, e.byte == 0 ? 0 : e.byte - 1)) +
                       ": malformed JSON: " + e.what());
+  } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
+    throw ConfigError(source + ": malformed JSON: " + e.what());
   }
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");
   // Some configs nest the language model (multimodal wrappers); use it when present.
   if (j.contains("text_config") && j["text_config"].is_object()) j = j["text_config"];
 
-  const std::string type = j.value("model_type", std::string());
+  auto type_it = j.find("model_type");
+  const bool has_type = type_it != j.end() && !type_it->is_null();
+  if (has_type && !type_it->is_string())
+    throw ConfigError(source + ": \"model_type\" must be a string, got " + type_it->dump());
+  const std::string type = has_type ? type_it->get<std::string>() : std::string();
   if (!type.empty() && type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3")
     throw ConfigError(source + ": model_type \"" + type +
                       "\" is not supported: lorasim models llama, mistral, qwen2 and qwen3 "

@@ -1,0 +1,31 @@
+// libFuzzer target: measurement files in CSV (calib::parse_measurements). A ConfigError is
+// the expected rejection; any other exception, crash or sanitizer report is a finding. Every
+// accepted row must describe a valid workload.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "calibrate/measurement_io.h"
+#include "model/error.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  std::vector<lorasim::calib::Measurement> rows;
+  try {
+    rows = lorasim::calib::parse_measurements(text, "csv", "fuzz.csv");
+  } catch (const lorasim::Error&) {
+    return 0;
+  }
+  if (rows.empty()) std::abort();  // parse_measurements refuses a file without rows
+  for (const auto& m : rows) {
+    if (m.micro_batch < 1 || m.accumulation < 1) std::abort();
+    try {
+      m.workload.validate();
+    } catch (const lorasim::Error&) {
+      std::abort();  // accepted, yet invalid
+    }
+  }
+  return 0;
+}
