@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/run_lorasim.h"
+
 #ifdef LORASIM_HAVE_LIBPNG
 #include <png.h>
 #endif
@@ -26,28 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace lorasim::testing;
 
 constexpr int kUsage = 2;   // cli/args.h: bad flag or value
 constexpr int kConfig = 3;  // cli/args.h: bad file
-
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void write_file(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary);
@@ -55,62 +39,9 @@ void write_file(const fs::path& p, const std::string& text) {
   ASSERT_TRUE(out.good()) << "cannot write " << p;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) lines.push_back(line);
-  return lines;
-}
-
-/// A fresh directory per test for config files and captured stderr.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::path(::testing::TempDir()) / "lorasim-cli-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
-/// Runs the built binary with `args`; stdout through the pipe, stderr through a file.
-RunResult lorasim(const std::vector<std::string>& args) {
-  TempDir dir;
-  const fs::path err_file = dir / "stderr.txt";
-  std::string cmd = shell_quote(LORASIM_BIN);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " 2>" + shell_quote(err_file.string());
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_file(err_file);
-  return r;
-}
-
-std::string describe(const std::vector<std::string>& args, const RunResult& r) {
-  std::string s = "lorasim";
-  for (const auto& a : args) s += " " + a;
-  return s + "\n  exit " + std::to_string(r.exit_code) + "\n  stdout: " + r.out.substr(0, 2000) +
-         "\n  stderr: " + r.err;
-}
-
 /// Runs a command that must succeed quietly and returns its stdout.
 std::string ok(const std::vector<std::string>& args) {
-  const RunResult r = lorasim(args);
+  const RunResult r = run_lorasim(args);
   EXPECT_EQ(r.exit_code, 0) << describe(args, r);
   EXPECT_EQ(r.err, "") << describe(args, r);
   return r.out;
@@ -130,7 +61,7 @@ json ok_json(const std::vector<std::string>& args) {
 /// contains every one of `needles`.
 void expect_error(const std::vector<std::string>& args, int code,
                   std::initializer_list<std::string> needles) {
-  const RunResult r = lorasim(args);
+  const RunResult r = run_lorasim(args);
   EXPECT_EQ(r.exit_code, code) << describe(args, r);
   EXPECT_EQ(r.out, "") << describe(args, r);
   const std::vector<std::string> lines = lines_of(r.err);
@@ -625,7 +556,7 @@ TEST(CliErrorTest, PlotIntoAMissingDirectoryFailsBeforeAnyWork) {
 }
 
 TEST(CliErrorTest, NoArgumentsPrintsUsageAndFails) {
-  const RunResult r = lorasim({});
+  const RunResult r = run_lorasim({});
   EXPECT_EQ(r.exit_code, kUsage);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("usage: lorasim"), std::string::npos) << r.err;

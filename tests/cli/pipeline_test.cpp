@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/cli/run_lorasim.h"
+
 extern char** environ;
 
 namespace {
@@ -30,88 +32,21 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+using namespace lorasim::testing;
 
 constexpr int kUsage = 2;        // cli/args.h: bad flag or value
 constexpr int kCalibration = 4;  // cli/args.h: training or calibration failed
 
-struct RunResult {
-  int exit_code = -1;  ///< -1 when killed by a signal
-  std::string out;
-  std::string err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream ss(text);
-  for (std::string line; std::getline(ss, line);) lines.push_back(line);
-  return lines;
-}
-
+/// A directory that outlives one test (the suite's shared calibration), removed by hand.
 fs::path make_temp_dir() {
   std::string tmpl = (fs::path(::testing::TempDir()) / "lorasim-pipeline-XXXXXX").string();
   if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
   return tmpl;
 }
 
-/// A fresh directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() : path_(make_temp_dir()) {}
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
-
-/// Runs the built binary with `args`; stdout through the pipe, stderr through a file.
-RunResult lorasim(const std::vector<std::string>& args) {
-  TempDir dir;
-  const fs::path err_file = dir / "stderr.txt";
-  std::string cmd = shell_quote(LORASIM_BIN);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " 2>" + shell_quote(err_file.string());
-  RunResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "popen failed: " << cmd;
-    return r;
-  }
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) r.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = read_file(err_file);
-  return r;
-}
-
-std::string describe(const std::vector<std::string>& args, const RunResult& r) {
-  std::string s = "lorasim";
-  for (const auto& a : args) s += " " + a;
-  return s + "\n  exit " + std::to_string(r.exit_code) + "\n  stdout: " + r.out.substr(0, 3000) +
-         "\n  stderr: " + r.err.substr(0, 3000);
-}
-
 /// Runs a command that must succeed and parses its stdout as JSON (progress may go to stderr).
 json ok_json(const std::vector<std::string>& args) {
-  const RunResult r = lorasim(args);
+  const RunResult r = run_lorasim(args);
   EXPECT_EQ(r.exit_code, 0) << describe(args, r);
   try {
     return json::parse(r.out);
@@ -144,7 +79,7 @@ class PipelineTest : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new fs::path(make_temp_dir());
     const auto start = Clock::now();
-    calibrate_ = new RunResult(lorasim(calibrate_args(*dir_)));
+    calibrate_ = new RunResult(run_lorasim(calibrate_args(*dir_)));
     calibrate_s_ = std::chrono::duration<double>(Clock::now() - start).count();
   }
   static void TearDownTestSuite() {
@@ -213,7 +148,7 @@ TEST_F(PipelineTest, FitOfTheSavedMeasurementsValidatesAgainstThem) {
   const fs::path refit = *dir_ / "refit.toml";
   const std::vector<std::string> fit = {"fit", "--measurements", runs().string(), "--out", refit.string(),
                                         "--profile", profile().string(), "--overlap", "sum"};
-  const RunResult r = lorasim(fit);
+  const RunResult r = run_lorasim(fit);
   ASSERT_EQ(r.exit_code, 0) << describe(fit, r);
   ASSERT_TRUE(fs::is_regular_file(refit));
 
@@ -285,7 +220,7 @@ TEST(PipelineErrorTest, CalibrateToAMissingDirectoryFailsBeforeTraining) {
   // starts the same binary and does nothing else.
   auto seconds_of = [](const std::vector<std::string>& a, RunResult* r) {
     const auto start = Clock::now();
-    *r = lorasim(a);
+    *r = run_lorasim(a);
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   RunResult version, r;
@@ -303,14 +238,14 @@ TEST(PipelineErrorTest, TrainOnCudaWithoutCudaIsOneClearError) {
   // Tiny and short, so that a machine that does have CUDA skips quickly.
   const std::vector<std::string> args = {"train", "--device", "cuda", "--model", "tiny", "--seq-len", "16",
                                          "--steps", "1", "--warmup", "0"};
-  const RunResult r = lorasim(args);
+  const RunResult r = run_lorasim(args);
   if (r.exit_code == 0) GTEST_SKIP() << "CUDA is available here";
   expect_one_error_line(args, r, kUsage, "cuda");
   EXPECT_EQ(r.out, "") << describe(args, r);
 }
 
 TEST(PipelineErrorTest, VersionNamesLibTorchAndCuda) {
-  const RunResult r = lorasim({"--version"});
+  const RunResult r = run_lorasim({"--version"});
   EXPECT_EQ(r.exit_code, 0) << describe({"--version"}, r);
   EXPECT_NE(r.out.find("LibTorch"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("CUDA"), std::string::npos) << r.out;
