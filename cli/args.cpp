@@ -68,14 +68,22 @@ int64_t parse_int(const std::string& flag, const std::string& text, int64_t min)
   return v;
 }
 
-double parse_real(const std::string& flag, const std::string& text, double lo, double hi) {
-  size_t used = 0;
-  double v = 0;
+namespace {
+// The leading number of `text` and how many characters it took (0: none).
+double leading_number(const std::string& text, size_t& used) {
+  used = 0;
   try {
-    v = std::stod(text, &used);
+    return std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
+    return 0;
   }
+}
+}  // namespace
+
+double parse_real(const std::string& flag, const std::string& text, double lo, double hi) {
+  size_t used = 0;
+  const double v = leading_number(text, used);
   if (used == 0 || used != text.size() || !std::isfinite(v))
     throw InputError(flag + " must be a number, got '" + text + "'");
   if (v < lo || v > hi)
@@ -85,12 +93,7 @@ double parse_real(const std::string& flag, const std::string& text, double lo, d
 
 int64_t parse_bytes(const std::string& flag, const std::string& text) {
   size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
+  const double v = leading_number(text, used);
   std::string unit = text.substr(used);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double scale = 0;
