@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# On the GPU machine: can `lorasim fit` learn HF Trainer + PEFT from a few timed runs? Times
+# qwen3-1.7b, seq 512, B=16, all five splits with hf_peft_runs.py; fits a profile to three of
+# them (1x16, 4x4, 16x1) and checks its predictions on the other two (2x8, 8x2) with
+# `lorasim validate --measurements`; also fits to each four and predicts the fifth (loo/).
+# Writes to $OUT (or ./hf-fit-results): hf-runs.csv (all five), fit-runs.csv, heldout-runs.csv,
+# hf-profile.toml, validate-fit.txt (in-sample), validate-heldout.{txt,json}, loo/, build.log,
+# run.log.
+# Status: written 2026-11-30 without a GPU; NOT run yet (hf_peft_runs.py neither).
+set -uo pipefail
+cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
+out=${OUT:-hf-fit-results}
+mkdir -p "$out"
+export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+exec > >(tee "$out/run.log") 2>&1
+start=$(date +%s)
+# Build first: a parallel build would steal the CPU that HF's host-bound splits need.
+LORASIM_GPU_TESTS=OFF scripts/gpu/build.sh build-gpu > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+bin=build-gpu/cli/lorasim
+echo "build took $(( $(date +%s) - start )) s"
+
+python3 bench/accuracy/hf_peft_runs.py --models qwen3-1.7b --seq-lens 512 --effective-batches 16 \
+  --grad-ckpt off --steps 6 --out "$out/hf-runs.csv" || exit 1
+
+# Rows of hf-runs.csv whose micro-batch is in the list (B is fixed, so that names the split).
+pick() {
+  awk -F, -v want=" $1 " '/^#/ { print; next }
+    !header { header = 1; for (i = 1; i <= NF; i++) col[$i] = i; print; next }
+    index(want, " " $col["micro_batch"] " ")' "$out/hf-runs.csv"
+}
+# As planned: fit to 1x16, 4x4, 16x1, predict 2x8 and 8x2. lorasim fit (calibrate/fit.cpp) wants
+# at least 4 runs, so this may be refused; the leave-one-out fits below need no change.
+pick "1 4 16" > "$out/fit-runs.csv"
+pick "2 8" > "$out/heldout-runs.csv"
+if $bin fit --measurements "$out/fit-runs.csv" --gpu h200 --out "$out/hf-profile.toml"; then
+  $bin validate --measurements "$out/fit-runs.csv" --profile "$out/hf-profile.toml" | tee "$out/validate-fit.txt"
+  $bin validate --measurements "$out/heldout-runs.csv" --profile "$out/hf-profile.toml" | tee "$out/validate-heldout.txt"
+  $bin validate --measurements "$out/heldout-runs.csv" --profile "$out/hf-profile.toml" --format json \
+    > "$out/validate-heldout.json"
+fi
+# Leave one out: fit to four splits, predict the fifth.
+mkdir -p "$out/loo"
+for mb in 1 2 4 8 16; do
+  rest=$(for m in 1 2 4 8 16; do [ "$m" = "$mb" ] || printf '%s ' "$m"; done)
+  pick "$rest" > "$out/loo/fit-$mb.csv"
+  pick "$mb" > "$out/loo/heldout-$mb.csv"
+  $bin fit --measurements "$out/loo/fit-$mb.csv" --gpu h200 --out "$out/loo/profile-$mb.toml" > "$out/loo/fit-$mb.log" 2>&1 &&
+    $bin validate --measurements "$out/loo/heldout-$mb.csv" --profile "$out/loo/profile-$mb.toml" |
+    tee "$out/loo/validate-$mb.txt"
+done
+echo "total $(( $(date +%s) - start )) s"
