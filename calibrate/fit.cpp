@@ -384,9 +384,9 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
     rows.push_back({&m, model::features(m.workload, m.micro_batch), static_cast<double>(pc.lora_tensors),
                     static_cast<double>(pc.trainable)});
   }
-  if (rows.size() < 4)
+  if (rows.size() < 3)
     throw CalibrationError("only " + std::to_string(rows.size()) +
-                           " usable measurements (at least 4 without out-of-memory are needed to fit a profile)");
+                           " usable measurements (at least 3 without out-of-memory are needed to fit a profile)");
   FitReport rep;
   rep.hardware = base;
   fit_time(rows, rep.hardware);

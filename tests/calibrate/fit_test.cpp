@@ -158,6 +158,31 @@ TEST(FitTest, RecoversOverlapLossFromSteadyStateTimes) {
   EXPECT_LT(rep.time_max_rel, 1e-6);
 }
 
+TEST(FitTest, ThreeSplitsOfOneWorkloadPredictTheOthers) {
+  // What a user of another framework has: step times of a few splits of their workload.
+  model::HardwareModel truth = test_gpu();
+  truth.time.host_fixed_s = 0.15;  // a Python training loop's host cost per micro-batch
+  model::HardwareModel base = truth;
+  base.time = model::TimeCoefficients{};
+  base.memory = model::MemoryCoefficients{};
+  const model::Workload w = qwen(28, 512);
+  std::vector<calib::Measurement> rows;
+  for (int64_t b : {1, 4, 16}) {
+    calib::Measurement m = measure(w, b, 16 / b, truth, false);
+    m.micro_batch_time_s = m.host_time_s = m.device_time_s = m.optimizer_time_s = calib::kNotMeasured;
+    rows.push_back(m);
+  }
+  const calib::FitReport rep = calib::fit_profile(rows, base);
+  for (int64_t b : {2, 8}) {
+    const double t = model::CostModel(w, truth).step_time_s(b, 16 / b);
+    const double f = model::CostModel(w, rep.hardware).step_time_s(b, 16 / b);
+    EXPECT_NEAR(f / t, 1.0, 0.05) << "b=" << b;
+    const double mt = model::CostModel(w, truth).memory(b).peak_reserved_bytes;
+    const double mf = model::CostModel(w, rep.hardware).memory(b).peak_reserved_bytes;
+    EXPECT_NEAR(mf / mt, 1.0, 0.05) << "b=" << b;
+  }
+}
+
 TEST(FitTest, TooFewRowsIsACalibrationError) {
   const model::HardwareModel hw = test_gpu();
   std::vector<calib::Measurement> rows = {measure(qwen(2, 256), 1, 1, hw, true)};
