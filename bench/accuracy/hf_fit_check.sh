@@ -28,8 +28,8 @@ pick() {
     !header { header = 1; for (i = 1; i <= NF; i++) col[$i] = i; print; next }
     index(want, " " $col["micro_batch"] " ")' "$out/hf-runs.csv"
 }
-# As planned: fit to 1x16, 4x4, 16x1, predict 2x8 and 8x2. lorasim fit (calibrate/fit.cpp) wants
-# at least 4 runs, so this may be refused; the leave-one-out fits below need no change.
+# Fit to 1x16, 4x4, 16x1 and predict 2x8 and 8x2 (lorasim fit takes three runs or more); the
+# leave-one-out fits below check every split in turn.
 pick "1 4 16" > "$out/fit-runs.csv"
 pick "2 8" > "$out/heldout-runs.csv"
 if $bin fit --measurements "$out/fit-runs.csv" --gpu h200 --out "$out/hf-profile.toml"; then
