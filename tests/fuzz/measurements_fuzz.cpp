@@ -1,4 +1,5 @@
-// libFuzzer target: measurement files in JSONL (calib::parse_measurements). A ConfigError is
+// libFuzzer target: measurement files (calib::parse_measurements), built once per format with
+// LORASIM_FUZZ_FORMAT "csv" or "jsonl". A ConfigError is
 // the expected rejection; any other exception, crash or sanitizer report is a finding. Every
 // accepted row must describe a valid workload.
 #include <cstddef>
@@ -14,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   std::vector<lorasim::calib::Measurement> rows;
   try {
-    rows = lorasim::calib::parse_measurements(text, "jsonl", "fuzz.jsonl");
+    rows = lorasim::calib::parse_measurements(text, LORASIM_FUZZ_FORMAT, "fuzz." LORASIM_FUZZ_FORMAT);
   } catch (const lorasim::Error&) {
     return 0;
   }
