@@ -16,9 +16,17 @@
 namespace lorasim::calib {
 
 std::string PlannedRun::label() const {
-  return "L=" + std::to_string(depth) + " s=" + std::to_string(seq_len) + " b=" + std::to_string(micro_batch) +
+  return (model.empty() ? "" : model + " ") + "L=" + std::to_string(depth) + " s=" + std::to_string(seq_len) + " b=" + std::to_string(micro_batch) +
          " a=" + std::to_string(accumulation) + (grad_ckpt ? " ckpt" : "") +
          (lora_rank ? " r=" + std::to_string(lora_rank) : "");
+}
+
+std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda) {
+  if (opt.wide_model == "none") return "";
+  const std::string name = opt.wide_model == "auto" ? (is_cuda ? "qwen3-8b" : "") : opt.wide_model;
+  if (name.empty() || name == opt.reference.arch.name) return "";
+  model::preset(name);  // throws a ConfigError naming the nearest preset if unknown
+  return name;
 }
 
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda) {
@@ -53,6 +61,35 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
     plan.insert(plan.end(), anchors.begin(), anchors.end());
     plan.insert(plan.end(), fill.begin(), fill.end());
   }
+  // Checkpointing changes the operator count and the activation profile; a larger rank
+  // separates the optimizer's per-parameter from its per-tensor cost.
+  const int64_t mid_seq = seqs[seqs.size() / 2];
+  const int64_t ckpt_b = std::max<int64_t>(1, std::min<int64_t>(4, max_tokens / mid_seq));
+  plan.push_back({depths.back(), mid_seq, 1, 2, true});
+  plan.push_back({depths.back(), mid_seq, ckpt_b, 2, true});
+  plan.push_back({depths.front(), mid_seq, 2, 2, false, opt.reference.lora.rank * 4});
+  // The rest is costlier per run, so a short budget cuts it first.
+  //
+  // The wide probe: the anchors of the shallowest and deepest split depths, so the device
+  // fit sees two widths at equal operator counts.
+  if (const std::string wide = wide_model_name(opt, is_cuda); !wide.empty()) {
+    const int64_t wide_full = model::preset(wide).num_layers;
+    std::vector<int64_t> wide_depths{std::min(depths.front(), wide_full), std::min(depths.back(), wide_full)};
+    wide_depths.erase(std::unique(wide_depths.begin(), wide_depths.end()), wide_depths.end());
+    for (int64_t d : wide_depths)
+      for (int64_t s : seqs) {
+        const int64_t top = std::max<int64_t>(1, max_tokens / s);
+        int64_t mid = 1;  // the power of two nearest the geometric middle of 1..top
+        while (mid * mid * 4 <= top) mid *= 2;
+        std::vector<int64_t> bs{1, mid, top};
+        bs.erase(std::unique(bs.begin(), bs.end()), bs.end());
+        for (int64_t b : bs) {
+          PlannedRun p{d, s, b, 2};
+          p.model = wide;
+          plan.push_back(p);
+        }
+      }
+  }
   // A deeper model, timed whole: its kernels overflow the launch queue, so host and device
   // overlap less than in the shallow runs, which is what a full-depth model sees.
   // Half the reference's depth: deep enough that the launch queue couples host and device as
@@ -69,13 +106,6 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
       }
     }
   }
-  // Checkpointing changes the operator count and the activation profile; a larger rank
-  // separates the optimizer's per-parameter from its per-tensor cost.
-  const int64_t mid_seq = seqs[seqs.size() / 2];
-  const int64_t ckpt_b = std::max<int64_t>(1, std::min<int64_t>(4, max_tokens / mid_seq));
-  plan.push_back({depths.back(), mid_seq, 1, 2, true});
-  plan.push_back({depths.back(), mid_seq, ckpt_b, 2, true});
-  plan.push_back({depths.front(), mid_seq, 2, 2, false, opt.reference.lora.rank * 4});
   return plan;
 }
 
@@ -111,11 +141,11 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
   res.plan = default_plan(opt, res.device.is_cuda);
 
   // Group runs by the model they need, keeping plan order within and across groups.
-  using Key = std::tuple<int64_t, int64_t, bool>;  // depth, rank, checkpointing
+  using Key = std::tuple<std::string, int64_t, int64_t, bool>;  // model, depth, rank, checkpointing
   std::vector<Key> order;
   std::map<Key, std::vector<const PlannedRun*>> groups;
   for (const PlannedRun& p : res.plan) {
-    const Key k{p.depth, p.lora_rank ? p.lora_rank : opt.reference.lora.rank, p.grad_ckpt};
+    const Key k{p.model, p.depth, p.lora_rank ? p.lora_rank : opt.reference.lora.rank, p.grad_ckpt};
     if (!groups.count(k)) order.push_back(k);
     groups[k].push_back(&p);
   }
@@ -124,9 +154,10 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
   double last_run_s = 0;
   for (const Key& key : order) {
     model::Workload w = opt.reference;
-    w.arch = model::truncated(opt.reference.arch, std::get<0>(key));
-    w.lora.rank = std::get<1>(key);
-    w.train.grad_ckpt = std::get<2>(key);
+    const std::string& name = std::get<0>(key);
+    w.arch = model::truncated(name.empty() ? opt.reference.arch : model::preset(name), std::get<1>(key));
+    w.lora.rank = std::get<2>(key);
+    w.train.grad_ckpt = std::get<3>(key);
     std::unique_ptr<Trainer> trainer;
     std::map<int64_t, int64_t> oom_at;  // seq_len -> smallest micro-batch that ran out of memory
     for (const PlannedRun* p : groups[key]) {

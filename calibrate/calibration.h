@@ -20,9 +20,14 @@ struct CalibrationOptions {
   model::Workload reference;           ///< full-depth reference workload (its seq_len is ignored)
   std::vector<int64_t> depths;         ///< truncated depths to run; empty: a default per device
   int64_t deep_depth = -1;             ///< a deeper model timed whole (no split); -1: default, 0: none
+  /// A second, wider model run at the shallow depths: with one width, GEMM time (which grows
+  /// with width squared) and memory-bound time (linear in width) cannot be told apart, and
+  /// other models' widths would be mispredicted. "auto": qwen3-8b on CUDA, none on the CPU;
+  /// "none"; or a preset name.
+  std::string wide_model = "auto";
   std::vector<int64_t> seq_lens;       ///< sequence lengths; empty: a default per device
   int64_t max_tokens = 0;              ///< largest micro-batch in tokens; 0: a default per device
-  double time_budget_s = 60;           ///< stop adding runs past this (model construction included)
+  double time_budget_s = 90;           ///< stop adding runs past this (model construction included)
   int64_t memory_limit_bytes = 0;      ///< forwarded to the runner (forces OOM above it)
   int measure_steps = 3;               ///< timed optimizer steps per run
 };
@@ -33,8 +38,12 @@ struct PlannedRun {
   bool grad_ckpt = false;
   int64_t lora_rank = 0;  ///< 0: the reference's rank
   bool split = true;      ///< also measure host vs device time (needs a shallow model)
+  std::string model = "";  ///< another preset than the reference (the wide probe); empty: the reference
   std::string label() const;
 };
+
+/// The wide probe's preset name for these options, or "" for none.
+std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda);
 
 /// The default plan for a reference workload on a device.
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda);

@@ -60,8 +60,8 @@ std::string today() {
 
 int cmd_calibrate(const Args& args) {
   std::string save;
-  std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "60", memory_limit;
-  std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1";
+  std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "90", memory_limit;
+  std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1", wide_model = "auto";
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
@@ -73,6 +73,7 @@ int cmd_calibrate(const Args& args) {
       ("depths", po::value(&depths), "truncated depths to run, e.g. 1,3 (default 1,3 on CUDA, 1,2 on the CPU)")
       ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
       ("deep-depth", po::value(&deep_depth)->default_value(deep_depth), "a deeper model timed whole, for the overlap of host and device (-1: half the reference depth on CUDA, none on the CPU; 0: none)")
+      ("wide-model", po::value(&wide_model)->default_value(wide_model), "a wider preset run at the shallow depths, so GEMM and memory-bound time separate across model widths (auto: qwen3-8b on CUDA, none on the CPU; none; or a preset)")
       ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
       ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
       ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")
@@ -86,7 +87,7 @@ int cmd_calibrate(const Args& args) {
                  "hardware profile. Calibrate once per GPU; then simulate any workload with\n"
                  "--profile FILE.\n\n"
                  "examples:\n"
-                 "  lorasim calibrate --device cuda --out my-h200.toml          # about a minute\n"
+                 "  lorasim calibrate --device cuda --out my-h200.toml          # about 90 s\n"
                  "  lorasim calibrate --device cpu --model tiny --out cpu.toml\n\n"
               << desc << "\n";
     return kOk;
@@ -107,6 +108,8 @@ int cmd_calibrate(const Args& args) {
   if (!seqs.empty()) opt.seq_lens = parse_list("--seq-lens", seqs);
   opt.max_tokens = parse_int("--max-tokens", max_tokens, 0);
   opt.deep_depth = parse_int("--deep-depth", deep_depth, -1);
+  opt.wide_model = wide_model;
+  calib::wide_model_name(opt, dev.is_cuda);  // an unknown preset fails here, before any training
   opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
