@@ -287,12 +287,15 @@ struct Trainer::Impl {
     std::string oom_message;
     try {
       LimitGuard limit(*memory, spec.memory_limit_bytes);
-      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(b, a, s).loss);
-      // Peak over the measured steps only; AdamW's moments exist by now (after a warm-up
-      // step) or appear during the first measured step, so the peak includes them.
+      // Empty the allocator's cache *before* the warm-up, not after it: the peak then covers
+      // this split alone (not what an earlier split left cached), while the timed steps run
+      // on a warm allocator, as a real training run does after its first step. Emptying it
+      // after the warm-up put the cost of mapping the whole footprint back into the first
+      // timed step.
       synchronize();
       memory->release_cache();
       memory->reset_peak();
+      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(b, a, s).loss);
       std::vector<double> step_s, micro_s, opt_s;
       for (int i = 0; i < spec.measure_steps; ++i) {
         const StepTiming t = train_step(b, a, s);

@@ -33,7 +33,7 @@ struct RunResult {
   double host_time_s = std::numeric_limits<double>::quiet_NaN();    ///< median host dispatch time of one micro-batch (CUDA); NaN if not measured or unreliable
   double device_time_s = std::numeric_limits<double>::quiet_NaN();  ///< median device execution time of one micro-batch (CUDA); on CPU = micro_batch_time_s
   double optimizer_time_s = 0;       ///< median AdamW step + zero_grad
-  int64_t peak_allocated_bytes = 0;  ///< peak over the measured steps, AdamW state included
+  int64_t peak_allocated_bytes = 0;  ///< peak over the warm-up and measured steps (from an empty cache), AdamW state included
   int64_t peak_reserved_bytes = 0;   ///< same, plus the caching allocator's slack (= allocated on CPU)
   std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a)
 };

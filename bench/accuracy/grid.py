@@ -14,7 +14,9 @@ batch from BATCHES. Sampling, so that the whole benchmark fits its time budget:
   * every split the profile predicts to fit is run, plus the smallest predicted not to fit
     (it checks that "does not fit" is real).
 The plan and its predicted cost are printed first; --dry-run stops there. Workloads are
-ordered so that a cut at --deadline leaves every model represented."""
+ordered so that a cut at --deadline leaves every model represented. Workloads already in
+--out are skipped, so a run cut by its deadline resumes where it stopped."""
+import csv
 import argparse, itertools, json, os, subprocess, sys, tempfile, time
 
 MODELS = ["qwen3-1.7b", "qwen3-0.6b", "qwen3-4b", "llama-3.2-3b"]
@@ -78,7 +80,7 @@ def main():
     ap.add_argument("--profile", required=True)
     ap.add_argument("--out", required=True, help="measurement CSV to append to")
     ap.add_argument("--deadline", type=float, default=float("inf"), help="epoch seconds: start no workload after")
-    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=3, help="measured steps of splits under a second (median)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--cell-cap", type=float, default=30, help="predicted seconds one workload may take")
     ap.add_argument("--dry-run", action="store_true")
@@ -95,12 +97,19 @@ def main():
     if args.dry_run:
         return
     header_written = os.path.exists(args.out) and os.path.getsize(args.out) > 0
+    done = set()
+    if header_written:
+        with open(args.out) as f:
+            for r in csv.DictReader(line for line in f if not line.startswith("#")):
+                B = int(r["micro_batch"]) * int(r["accumulation"])
+                done.add((r["model"], int(r["seq_len"]), r["grad_ckpt"] == "true", B))
     for k, c in enumerate(cells):
-        if time.time() > args.deadline:
-            print(f"deadline reached: {len(cells) - k} workloads not run", flush=True)
-            break
-        if not c["splits"]:
+        if not c["splits"] or (c["model"], c["seq"], c["ckpt"], c["B"]) in done:
             continue
+        if time.time() > args.deadline:
+            left = sum(1 for d in cells[k:] if (d["model"], d["seq"], d["ckpt"], d["B"]) not in done)
+            print(f"deadline reached: {left} workloads not run", flush=True)
+            break
         spec = ",".join(f'{s["micro_batch"]}x{s["accumulation"]}' for s in c["splits"])
         fd, path = tempfile.mkstemp(suffix=".csv")
         os.close(fd)
