@@ -136,7 +136,9 @@ void apply_step_fit(const Eigen::VectorXd& th, model::HardwareModel& hw) {
 // model is piecewise linear: each row is assigned to the host- or device-bound regime, the
 // linear problem is solved, rows are reassigned, until stable.
 void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  // Step times alone cannot separate these; the regressors assume their neutral values.
   hw.time.overlap_loss = 0;
+  hw.time.recompute_host_share = 1;
   std::vector<Eigen::VectorXd> x;
   std::vector<double> y;
   auto solve = [&](const std::vector<int>& regime) {
@@ -239,6 +241,7 @@ void fit_optimizer(const std::vector<Row>& rows, model::HardwareModel& hw) {
 void fit_host_by_depth(const std::vector<Row>& rows, model::HardwareModel& hw) {
   std::map<long long, std::vector<double>> by_ops;
   for (const Row& r : rows) {
+    if (r.f.recompute_ops > 0) continue;  // checkpointing: its own share, fitted below
     const long long ops = std::llround(r.f.host_ops);
     if (measured(r.m->host_time_s)) {
       by_ops[ops].push_back(r.m->host_time_s);
@@ -274,6 +277,38 @@ void fit_host_by_depth(const std::vector<Row>& rows, model::HardwareModel& hw) {
   set_host(hw.time, nnls(A, b));
 }
 
+// The host time of a checkpointed micro-batch, t = fixed + per_op * (ops - (1 - k) * recompute),
+// with the line above known, gives the host share k of the recomputing forward: its
+// operators run without autograd recording, so they cost less than ordinary ones. Rows
+// count where the host time shows: measured apart, or clearly host-bound.
+void fit_recompute_host_share(const std::vector<Row>& rows, model::HardwareModel& hw) {
+  const model::TimeCoefficients& c = hw.time;
+  std::vector<double> shares;
+  for (const Row& r : rows) {
+    if (r.f.recompute_ops <= 0 || c.host_per_op_s <= 0) continue;
+    double host = NAN, extra = 0;
+    if (measured(r.m->host_time_s)) {
+      host = r.m->host_time_s;
+    } else if (measured(r.m->micro_batch_time_s)) {
+      // Host-bound: the micro-batch takes max(host, device), so it is the host time as long
+      // as the device side is clearly shorter.
+      const double device = model::micro_batch_time(r.f, hw, r.m->workload.train.precision).device_s;
+      if (device < 0.8 * r.m->micro_batch_time_s) {
+        host = r.m->micro_batch_time_s;
+        extra = r.accumulating_share() * model::accumulation_ops(static_cast<int64_t>(r.lora_tensors));
+      }
+    }
+    if (!std::isfinite(host)) continue;
+    const double ops = r.f.host_ops + extra - r.f.recompute_ops;
+    shares.push_back((host - c.host_fixed_s - c.host_per_op_s * ops) / (c.host_per_op_s * r.f.recompute_ops));
+  }
+  if (shares.empty()) return;
+  std::sort(shares.begin(), shares.end());
+  const size_t m = shares.size() / 2;
+  const double median = shares.size() % 2 ? shares[m] : 0.5 * (shares[m - 1] + shares[m]);
+  hw.time.recompute_host_share = std::clamp(median, 0.0, 2.0);
+}
+
 void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   std::vector<Eigen::VectorXd> hx, dx;
   std::vector<double> hy, dy;
@@ -297,6 +332,7 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   if (hw.overlap == model::Overlap::max && split_usable) {
     set_device(hw.time, fit_relative(dx, dy));
     fit_host_by_depth(rows, hw);
+    fit_recompute_host_share(rows, hw);
     fit_optimizer(rows, hw);
     fit_overlap_loss(rows, hw);
     return;
@@ -304,43 +340,59 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   fit_joint(rows, hw);
 }
 
+// The allocated-peak regressors of a row: [1, saved, scores, logits]. With checkpointing the
+// peak holds either the loss's buffers or a rebuilt block (model::peak_memory), whichever
+// the current coefficients say is larger.
+Eigen::VectorXd memory_x(const model::Features& f, const model::MemoryCoefficients& m) {
+  Eigen::VectorXd x(4);
+  if (f.recompute_bytes > 0 &&
+      m.saved_scale * f.recompute_bytes + m.attention_score_scale * f.attention_score_bytes >
+          m.logits_scale * f.logits_bytes)
+    x << 1.0, f.saved_bytes + f.recompute_bytes, f.attention_score_bytes, 0.0;
+  else if (f.recompute_bytes > 0)
+    x << 1.0, f.saved_bytes, 0.0, f.logits_bytes;
+  else
+    x << 1.0, f.saved_bytes, f.attention_score_bytes, f.logits_bytes;
+  return x;
+}
+
 void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw) {
   // Allocated peak = static (analytic) + workspace + multipliers x analytic activation terms.
   // Rows that measured only the reserved peak (HF users often log just that) stand in
-  // for allocated with a reserved model of 1:1.
-  std::vector<Eigen::VectorXd> ax, rx;
-  std::vector<double> ay, ry;
+  // for allocated with a reserved model of 1:1. Weighted by the whole peak, not the
+  // activation part, so the error is relative to what the user compares with the GPU's memory.
+  std::vector<const Row*> used;
+  std::vector<double> alloc;
+  std::vector<Eigen::VectorXd> rx;
+  std::vector<double> ry;
   for (const Row& r : rows) {
-    const double alloc = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
-    if (!measured(alloc)) continue;
-    Eigen::VectorXd x(4);
-    x << 1.0, r.f.saved_bytes, r.f.attention_score_bytes, r.f.logits_bytes;
-    ax.push_back(x);
-    ay.push_back(alloc - r.f.static_bytes);
+    const double a = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
+    if (!measured(a)) continue;
+    used.push_back(&r);
+    alloc.push_back(a);
     if (measured(r.m->peak_allocated_bytes) && measured(r.m->peak_reserved_bytes)) {
       rx.push_back((Eigen::VectorXd(2) << r.m->peak_allocated_bytes, 1.0).finished());
       ry.push_back(r.m->peak_reserved_bytes);
     }
   }
-  if (ay.size() < 3) return;  // too few rows: keep the prior memory coefficients
-  // Weight by the whole peak, not the activation part, so the error is relative to what
-  // the user compares with the GPU's memory.
-  const Eigen::Index n = static_cast<Eigen::Index>(ay.size());
-  Eigen::MatrixXd A(n, 4);
-  Eigen::VectorXd b(n);
-  size_t k = 0;
-  for (const Row& r : rows) {
-    const double alloc = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
-    if (!measured(alloc)) continue;
-    A.row(static_cast<Eigen::Index>(k)) = ax[k].transpose() / alloc;
-    b(static_cast<Eigen::Index>(k)) = ay[k] / alloc;
-    ++k;
+  if (used.size() < 3) return;  // too few rows: keep the prior memory coefficients
+  const Eigen::Index n = static_cast<Eigen::Index>(used.size());
+  // Which side of a checkpointed peak applies depends on the coefficients: fit, re-pick, refit.
+  for (int iter = 0; iter < 3; ++iter) {
+    Eigen::MatrixXd A(n, 4);
+    Eigen::VectorXd b(n);
+    for (Eigen::Index k = 0; k < n; ++k) {
+      const Row& r = *used[static_cast<size_t>(k)];
+      const double a = alloc[static_cast<size_t>(k)];
+      A.row(k) = memory_x(r.f, hw.memory).transpose() / a;
+      b(k) = (a - r.f.static_bytes) / a;
+    }
+    const Eigen::VectorXd m = nnls(A, b);
+    hw.memory.workspace_bytes = m(0);
+    hw.memory.saved_scale = m(1);
+    hw.memory.attention_score_scale = m(2);
+    hw.memory.logits_scale = m(3);
   }
-  const Eigen::VectorXd m = nnls(A, b);
-  hw.memory.workspace_bytes = m(0);
-  hw.memory.saved_scale = m(1);
-  hw.memory.attention_score_scale = m(2);
-  hw.memory.logits_scale = m(3);
   if (ry.size() >= 2) {
     const Eigen::VectorXd r = fit_relative(rx, ry);
     hw.memory.reserved_scale = r(0);

@@ -63,6 +63,7 @@ nlohmann::json split_json(const sim::Split& s) {
           {"tokens_per_s", s.tokens_per_s},
           {"peak_allocated_bytes", static_cast<int64_t>(s.peak_allocated_bytes)},
           {"peak_reserved_bytes", static_cast<int64_t>(s.peak_reserved_bytes)},
+          {"worst_reserved_bytes", static_cast<int64_t>(s.worst_reserved_bytes)},
           {"fits", s.fits},
           {"host_bound", s.host_bound},
           {"rank", s.rank}};
@@ -95,14 +96,15 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
 void print_csv(const sim::Result& r) {
   std::cout << "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,"
                "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
-               "fits,host_bound,rank\n";
+               "fits,host_bound,rank,worst_reserved_bytes\n";
   for (const auto& s : r.splits) {
     std::cout << s.micro_batch << ',' << s.accumulation << ',' << s.step_time_s << ','
               << s.micro_batch_time_s << ',' << s.host_time_s << ',' << s.device_time_s << ','
               << s.optimizer_time_s << ',' << s.run_time_s << ',' << s.tokens_per_s << ','
               << static_cast<int64_t>(s.peak_allocated_bytes) << ','
               << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << (s.fits ? "true" : "false") << ','
-              << (s.host_bound ? "true" : "false") << ',' << s.rank << '\n';
+              << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
+              << static_cast<int64_t>(s.worst_reserved_bytes) << '\n';
   }
 }
 

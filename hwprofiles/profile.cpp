@@ -43,6 +43,9 @@ struct NumberField {
   Range range;
   bool bytes;  ///< written as an integer when it holds one (byte counts read better that way)
   double* (*field)(model::HardwareModel&);
+  /// Added within schema 1 after profiles were written: a file without the key keeps the
+  /// default of model::HardwareModel, which reproduces what those profiles predicted.
+  bool optional = false;
 };
 
 using HW = model::HardwareModel;
@@ -66,6 +69,8 @@ const std::vector<NumberField>& number_fields() {
         [](HW& h) { return &h.time.host_fixed_s; }},
       {"time", "host_per_op_s", Range::non_negative, false,
         [](HW& h) { return &h.time.host_per_op_s; }},
+      {"time", "recompute_host_share", Range::non_negative, false,
+        [](HW& h) { return &h.time.recompute_host_share; }, true},
       {"time", "device_fixed_s", Range::non_negative, false,
         [](HW& h) { return &h.time.device_fixed_s; }},
       {"time", "gemm_tflops", Range::positive, false, [](HW& h) { return &h.time.gemm_tflops; }},
@@ -497,8 +502,10 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
   const toml::table& memory = r.section(root, "memory");
   const std::map<std::string, const toml::table*> tables = {
       {"gpu", &gpu}, {"profile", &prof}, {"time", &time}, {"memory", &memory}};
-  for (const auto& f : number_fields())
+  for (const auto& f : number_fields()) {
+    if (f.optional && !tables.at(f.section)->get(f.key)) continue;
     *f.field(p.hw) = r.number(*tables.at(f.section), f.section, f.key);
+  }
 
   if (const toml::node* cal = root.get("calibration")) {
     const toml::table* t = cal->as_table();

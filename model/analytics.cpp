@@ -112,8 +112,10 @@ ActivationMemory activation_memory(const Workload& w, int64_t micro_batch) {
 
   ActivationMemory m;
   if (w.train.grad_ckpt) {
-    // Each block keeps only its input; one block at a time is recomputed in full.
-    m.saved_bytes = n * (L * a.hidden_size * eb + block_bytes_per_token + outer_per_token);
+    // Each block keeps only its input; one block at a time is recomputed in full, after the
+    // loss's buffers are gone (and so are its unfused scores).
+    m.saved_bytes = n * (L * a.hidden_size * eb + outer_per_token);
+    m.recompute_bytes = n * block_bytes_per_token;
     m.attention_score_bytes = scores_per_block;
   } else {
     m.saved_bytes = n * (L * block_bytes_per_token + outer_per_token);
@@ -123,6 +125,7 @@ ActivationMemory activation_memory(const Workload& w, int64_t micro_batch) {
   // fp32 log-softmax saved for backward, its fp32 gradient and the gradient cast back.
   const double upcast = eb == 4 ? 0.0 : 4.0;
   m.logits_bytes = n * static_cast<double>(a.vocab_size) * (eb + upcast + 4 + 4 + eb);
+  m.logits_buffer_bytes = n * static_cast<double>(a.vocab_size) * eb;
   return m;
 }
 
@@ -151,7 +154,8 @@ double loss_bytes(const Workload& w, int64_t micro_batch) {
   return n * static_cast<double>(w.arch.vocab_size) * (2 * eb + 16);
 }
 
-double host_ops_per_micro_batch(const Workload& w) {
+namespace {
+double block_forward_ops(const Workload& w) {
   const Architecture& a = w.arch;
   // Forward operators of one block in calibrate/'s implementation: two RMSNorms (8 each),
   // seven projections, head reshapes (6), RoPE (14), attention (3), output reshape (2),
@@ -159,13 +163,23 @@ double host_ops_per_micro_batch(const Workload& w) {
   // matmuls, scale, add).
   double fwd = 16 + 7 + 6 + 14 + 3 + 2 + 2 + 2;
   if (a.qk_norm) fwd += 16;
-  fwd += 6.0 * static_cast<double>(w.lora.targets.size());
+  return fwd + 6.0 * static_cast<double>(w.lora.targets.size());
+}
+}  // namespace
+
+double host_ops_per_micro_batch(const Workload& w) {
+  const Architecture& a = w.arch;
+  const double fwd = block_forward_ops(w);
   // Backward dispatches about 1.5 operators per forward operator; checkpointing adds a
   // second forward.
   const double per_block = fwd * (w.train.grad_ckpt ? 3.5 : 2.5);
   // Embedding, final norm, LM head, loss, and the accumulation bookkeeping.
   const double outer = (1 + 8 + 1 + 6) * 2.5;
   return static_cast<double>(a.num_layers) * per_block + outer;
+}
+
+double recompute_ops_per_micro_batch(const Workload& w) {
+  return w.train.grad_ckpt ? static_cast<double>(w.arch.num_layers) * block_forward_ops(w) : 0.0;
 }
 
 }  // namespace lorasim::model

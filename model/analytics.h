@@ -59,6 +59,13 @@ struct ActivationMemory {
   double saved_bytes = 0;            ///< tensors saved for backward across all blocks
   double attention_score_bytes = 0;  ///< b x heads x s x s scores, kept only by unfused attention
   double logits_bytes = 0;           ///< logits, their fp32 copy, log-softmax and gradients
+  /// With gradient checkpointing: one block's activations, rebuilt during the backward pass.
+  /// They are alive only after the loss's buffers are freed, so the peak holds one or the
+  /// other (peak_memory takes the larger); without checkpointing, 0 (they are in saved_bytes).
+  double recompute_bytes = 0;
+  /// One logits tensor in the compute precision (b x s x vocab elements): the largest single
+  /// transient buffer, and the size of the allocator slack seen in a fresh process.
+  double logits_buffer_bytes = 0;
 };
 ActivationMemory activation_memory(const Workload& w, int64_t micro_batch);
 
@@ -71,5 +78,7 @@ double loss_bytes(const Workload& w, int64_t micro_batch);
 /// Operators the host dispatches for one micro-batch (forward, backward and, with
 /// checkpointing, recompute). Independent of the micro-batch size.
 double host_ops_per_micro_batch(const Workload& w);
+/// Of those, the forward operators that gradient checkpointing adds (0 without it).
+double recompute_ops_per_micro_batch(const Workload& w);
 
 }  // namespace lorasim::model

@@ -17,10 +17,13 @@ Features features(const Workload& w, int64_t micro_batch) {
   f.memory_bytes = memory_bound_bytes(w, micro_batch);
   f.loss_bytes = loss_bytes(w, micro_batch);
   f.host_ops = host_ops_per_micro_batch(w);
+  f.recompute_ops = recompute_ops_per_micro_batch(w);
   const ActivationMemory act = activation_memory(w, micro_batch);
   f.saved_bytes = act.saved_bytes;
   f.attention_score_bytes = act.attention_score_bytes;
   f.logits_bytes = act.logits_bytes;
+  f.recompute_bytes = act.recompute_bytes;
+  f.logits_buffer_bytes = act.logits_buffer_bytes;
   f.static_bytes = static_cast<double>(static_memory(w).total());
   return f;
 }
@@ -39,6 +42,10 @@ double combine(double host_s, double device_s, double host_ops, const HardwareMo
          hw.time.overlap_loss * overlap_share(host_ops, hw.time) * std::min(host_s, device_s);
 }
 
+double host_time(const Features& f, const TimeCoefficients& c) {
+  return c.host_fixed_s + c.host_per_op_s * (f.host_ops - (1 - c.recompute_host_share) * f.recompute_ops);
+}
+
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p) {
   const TimeCoefficients& c = hw.time;
   // Rates were fitted in one precision; another precision scales them by the datasheet
@@ -49,7 +56,7 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
     if (from > 0 && to > 0) rate_scale = to / from;
   }
   MicroBatchTime t;
-  t.host_s = c.host_fixed_s + c.host_per_op_s * f.host_ops;
+  t.host_s = host_time(f, c);
   // Hockney: a GEMM over n tokens runs at R * n / (n + n_half), so its time is
   // F / R + (F / n) * n_half / R: the second term is a fixed cost per GEMM.
   const double gemm_s =
@@ -67,11 +74,17 @@ double accumulation_ops(int64_t lora_tensors) { return static_cast<double>(lora_
 MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   const MemoryCoefficients& m = hw.memory;
   MemoryEstimate e;
-  e.peak_allocated_bytes = f.static_bytes + m.workspace_bytes + m.saved_scale * f.saved_bytes +
-                           m.attention_score_scale * f.attention_score_bytes +
-                           m.logits_scale * f.logits_bytes;
+  // The loss's buffers and a checkpointed block's rebuilt activations (with its scores) are
+  // alive at different times of the backward pass; without checkpointing the scores of
+  // every block are saved alongside the loss's buffers.
+  const double scores = m.attention_score_scale * f.attention_score_bytes;
+  const double transient = f.recompute_bytes > 0
+                               ? std::max(m.logits_scale * f.logits_bytes, m.saved_scale * f.recompute_bytes + scores)
+                               : m.logits_scale * f.logits_bytes + scores;
+  e.peak_allocated_bytes = f.static_bytes + m.workspace_bytes + m.saved_scale * f.saved_bytes + transient;
   e.peak_reserved_bytes =
       std::max(e.peak_allocated_bytes, m.reserved_scale * e.peak_allocated_bytes + m.reserved_overhead_bytes);
+  e.worst_reserved_bytes = e.peak_reserved_bytes + f.logits_buffer_bytes;
   return e;
 }
 
@@ -104,6 +117,8 @@ Features CostModel::at(int64_t micro_batch) const {
   f.saved_bytes *= b;
   f.attention_score_bytes *= b;
   f.logits_bytes *= b;
+  f.recompute_bytes *= b;
+  f.logits_buffer_bytes *= b;
   return f;
 }
 

@@ -18,6 +18,9 @@ enum class Overlap {
 struct TimeCoefficients {
   double host_fixed_s = 0;          ///< host time per micro-batch, independent of size
   double host_per_op_s = 0;         ///< host time per dispatched operator
+  double recompute_host_share = 1;  ///< host cost of a checkpointed block's extra forward
+                                    ///< operators relative to ordinary ones (that forward
+                                    ///< runs without autograd recording, so it is cheaper)
   double device_fixed_s = 0;        ///< device time per micro-batch, independent of size
   double gemm_tflops = 1;           ///< asymptotic GEMM rate, TFLOP/s
   double gemm_half_tokens = 0;      ///< tokens at which GEMMs reach half that rate (Hockney n_1/2)

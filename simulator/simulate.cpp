@@ -76,7 +76,10 @@ Result simulate(const Request& r) {
     const model::MemoryEstimate m = cost.memory(b);
     s.peak_allocated_bytes = m.peak_allocated_bytes;
     s.peak_reserved_bytes = m.peak_reserved_bytes;
-    s.fits = m.peak_reserved_bytes <= out.usable_memory_bytes;
+    s.worst_reserved_bytes = m.worst_reserved_bytes;
+    // The expected peak is the prediction; the decision uses the worst case, since running
+    // out of memory costs the user far more than a slightly smaller micro-batch.
+    s.fits = m.worst_reserved_bytes <= out.usable_memory_bytes;
     out.splits.push_back(s);
   }
 

@@ -32,7 +32,8 @@ struct Split {
   double tokens_per_s = 0;
   double peak_allocated_bytes = 0;
   double peak_reserved_bytes = 0;
-  bool fits = false;           ///< peak reserved + context within the usable memory
+  double worst_reserved_bytes = 0;  ///< reserved plus a fresh process's allocator slack
+  bool fits = false;           ///< worst reserved + context within the usable memory
   bool host_bound = false;     ///< host dispatch, not the device, sets the pace
   int rank = 0;                ///< 1 = fastest split that fits; 0 = does not fit
 };

@@ -108,6 +108,39 @@ TEST(FitTest, RecoversStepTimeOfHeldOutFullDepthModel) {
   }
 }
 
+TEST(FitTest, RecoversTheRecomputeHostShareFromHostBoundCheckpointedRuns) {
+  model::HardwareModel truth = test_gpu();
+  truth.time.recompute_host_share = 0.45;
+  truth.time.host_per_op_s = 2e-5;  // an H200 host: the checkpointed runs below are host-bound
+  model::HardwareModel base = truth;
+  base.time = model::TimeCoefficients{};
+  std::vector<calib::Measurement> rows = plan(truth, true);
+  // Host-bound checkpointed runs, as the calibration's are (no host/device split).
+  for (int64_t b : {1, 2}) {
+    calib::Measurement m = measure(qwen(4, 128, true), b, 2, truth, false);
+    ASSERT_LT(model::CostModel(m.workload, truth).micro_batch(b).device_s, 0.5 * m.micro_batch_time_s);
+    rows.push_back(m);
+  }
+  const calib::FitReport rep = calib::fit_profile(rows, base);
+  EXPECT_NEAR(rep.hardware.time.recompute_host_share, 0.45, 1e-3);
+  const model::Workload full = qwen(28, 512, true);
+  EXPECT_NEAR(model::CostModel(full, rep.hardware).micro_batch(1).host_s /
+                  model::CostModel(full, truth).micro_batch(1).host_s, 1.0, 1e-3);
+}
+
+TEST(FitTest, RecoversCheckpointedPeakMemory) {
+  const model::HardwareModel truth = test_gpu();
+  model::HardwareModel base = truth;
+  base.memory = model::MemoryCoefficients{};
+  std::vector<calib::Measurement> rows = plan(truth, true);
+  for (int64_t b : {2, 8}) rows.push_back(measure(qwen(4, 1024, true), b, 2, truth, true));
+  const calib::FitReport rep = calib::fit_profile(rows, base);
+  EXPECT_LT(rep.reserved_max_rel, 1e-6);
+  const model::Workload w = qwen(28, 2048, true);
+  EXPECT_NEAR(model::CostModel(w, rep.hardware).memory(4).peak_reserved_bytes /
+                  model::CostModel(w, truth).memory(4).peak_reserved_bytes, 1.0, 1e-6);
+}
+
 TEST(FitTest, RecoversPeakMemoryOfHeldOutModel) {
   const model::HardwareModel truth = test_gpu();
   model::HardwareModel base = truth;

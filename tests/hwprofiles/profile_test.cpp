@@ -331,5 +331,20 @@ TEST(ProfileTest, DocumentedExampleParses) {
   EXPECT_EQ(p, shipped);
 }
 
+TEST(ProfileTest, RecomputeHostShareIsOptionalAndDefaultsToOne) {
+  // Profiles written before the key existed keep predicting what they predicted.
+  const std::string text = prior_text();
+  ASSERT_EQ(text.find("recompute_host_share"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_profile(text, "old.toml").hw.time.recompute_host_share, 1.0);
+  // Given, it is read, range-checked and written back.
+  const std::string with = with_line(text, "host_per_op_s", "host_per_op_s = 2e-05\nrecompute_host_share = 0.4");
+  const Profile p = parse_profile(with, "new.toml");
+  EXPECT_DOUBLE_EQ(p.hw.time.recompute_host_share, 0.4);
+  EXPECT_DOUBLE_EQ(parse_profile(to_toml(p), "again.toml").hw.time.recompute_host_share, 0.4);
+  EXPECT_NE(parse_error(with_line(text, "host_per_op_s", "host_per_op_s = 2e-05\nrecompute_host_share = -1")).find(
+                "[time].recompute_host_share must be >= 0"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace lorasim::hw

@@ -95,3 +95,30 @@ TEST(AnalyticsTest, ActivationsGrowLinearlyWithMicroBatch) {
   w.train.grad_ckpt = true;
   EXPECT_LT(activation_memory(w, 4).saved_bytes, a4.saved_bytes / 4);
 }
+
+TEST(AnalyticsTest, CheckpointingSavesBlockInputsAndRebuildsOneBlock) {
+  Workload w = workload("qwen3-1.7b", 1024);
+  const ActivationMemory plain = activation_memory(w, 2);
+  w.train.grad_ckpt = true;
+  const ActivationMemory ckpt = activation_memory(w, 2);
+  const double n = 2.0 * 1024, h = 2048, L = 28;
+  // Block inputs (L x h) plus embedding output, final norm input and output (3h), in bf16.
+  EXPECT_DOUBLE_EQ(ckpt.saved_bytes, n * (L * h + 3 * h) * 2);
+  // The rebuilt block is one of the blocks that plain training keeps all of.
+  EXPECT_DOUBLE_EQ(ckpt.recompute_bytes, (plain.saved_bytes - n * 3 * h * 2) / L);
+  EXPECT_DOUBLE_EQ(plain.recompute_bytes, 0);
+  // One bf16 logits tensor: b x s x vocab x 2 bytes, whatever the checkpointing.
+  EXPECT_DOUBLE_EQ(ckpt.logits_buffer_bytes, n * 151936 * 2);
+  EXPECT_DOUBLE_EQ(plain.logits_buffer_bytes, ckpt.logits_buffer_bytes);
+}
+
+TEST(AnalyticsTest, RecomputeOpsAreOneForwardOfEveryBlock) {
+  Workload w = workload("qwen3-1.7b");
+  EXPECT_DOUBLE_EQ(recompute_ops_per_micro_batch(w), 0);
+  // Forward of a Qwen3 block: 52 base operators, 16 for the q/k norms, 6 per adapter (7).
+  const double fwd = 52 + 16 + 6 * 7;
+  EXPECT_DOUBLE_EQ(host_ops_per_micro_batch(w), 28 * fwd * 2.5 + 40);
+  w.train.grad_ckpt = true;
+  EXPECT_DOUBLE_EQ(recompute_ops_per_micro_batch(w), 28 * fwd);
+  EXPECT_DOUBLE_EQ(host_ops_per_micro_batch(w), 28 * fwd * 3.5 + 40);
+}

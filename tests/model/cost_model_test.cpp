@@ -104,6 +104,48 @@ TEST(CostModelTest, AllocatedPeakIsStaticPlusScaledActivations) {
   EXPECT_DOUBLE_EQ(cm.memory(3).peak_allocated_bytes, expected);
 }
 
+TEST(CostModelTest, CheckpointedPeakHoldsTheLossBuffersOrTheRebuiltBlock) {
+  HardwareModel hw = test_gpu();
+  hw.memory.saved_scale = 1.25;
+  hw.memory.logits_scale = 0.75;
+  Workload w = qwen();
+  w.train.grad_ckpt = true;
+  const ActivationMemory act = activation_memory(w, 3);
+  const double base = static_cast<double>(static_memory(w).total()) + hw.memory.workspace_bytes +
+                      1.25 * act.saved_bytes;
+  // A 151936-token vocabulary: the loss's buffers are far larger than one block.
+  ASSERT_GT(0.75 * act.logits_bytes, 1.25 * act.recompute_bytes);
+  EXPECT_DOUBLE_EQ(CostModel(w, hw).memory(3).peak_allocated_bytes, base + 0.75 * act.logits_bytes);
+  // Scale the logits down until the rebuilt block is the larger: then it sets the peak.
+  hw.memory.logits_scale = 1e-3;
+  EXPECT_DOUBLE_EQ(CostModel(w, hw).memory(3).peak_allocated_bytes, base + 1.25 * act.recompute_bytes);
+}
+
+TEST(CostModelTest, WorstReservedAddsOneLogitsTensor) {
+  const Workload w = qwen();
+  const MemoryEstimate m = CostModel(w, test_gpu()).memory(4);
+  EXPECT_DOUBLE_EQ(m.worst_reserved_bytes - m.peak_reserved_bytes, 4.0 * w.train.seq_len * 151936 * 2);
+}
+
+TEST(CostModelTest, RecomputingForwardCostsItsShareOfHostTime) {
+  HardwareModel hw = test_gpu();
+  Workload w = qwen();
+  w.train.grad_ckpt = true;
+  const double ops = host_ops_per_micro_batch(w), rops = recompute_ops_per_micro_batch(w);
+  ASSERT_GT(rops, 0);
+  for (double k : {1.0, 0.5, 0.0}) {
+    hw.time.recompute_host_share = k;
+    EXPECT_NEAR(CostModel(w, hw).micro_batch(2).host_s,
+                hw.time.host_fixed_s + hw.time.host_per_op_s * (ops - (1 - k) * rops), 1e-15)
+        << "share " << k;
+  }
+  // Without checkpointing the share changes nothing.
+  w.train.grad_ckpt = false;
+  const double plain = CostModel(w, hw).micro_batch(2).host_s;
+  hw.time.recompute_host_share = 1;
+  EXPECT_DOUBLE_EQ(CostModel(w, hw).micro_batch(2).host_s, plain);
+}
+
 TEST(CostModelTest, AsynchronousDeviceTakesTheSlowerOfHostAndDevice) {
   const Features f = features(qwen(), 2);
   HardwareModel hw = test_gpu();

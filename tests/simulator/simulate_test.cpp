@@ -67,7 +67,7 @@ TEST(SimulateTest, MemoryLimitAndMarginDecideFit) {
   const sim::Result res = sim::simulate(r);
   EXPECT_DOUBLE_EQ(res.memory_limit_bytes, 20.0 * (1LL << 30));
   EXPECT_DOUBLE_EQ(res.usable_memory_bytes, 0.9 * 20.0 * (1LL << 30) - r.hardware.memory.context_bytes);
-  for (const auto& s : res.splits) EXPECT_EQ(s.fits, s.peak_reserved_bytes <= res.usable_memory_bytes);
+  for (const auto& s : res.splits) EXPECT_EQ(s.fits, s.worst_reserved_bytes <= res.usable_memory_bytes);
 }
 
 TEST(SimulateTest, NothingFitsGivesNoRecommendationAndAHint) {
@@ -107,4 +107,17 @@ TEST(SimulateTest, InvalidRequestsAreRefused) {
   EXPECT_THROW(sim::simulate(r), InputError);
   r.workload.train.precision = model::Precision::fp16;
   EXPECT_NO_THROW(sim::simulate(r));
+}
+
+TEST(SimulateTest, FitIsDecidedOnTheWorstCaseNotTheExpectedPeak) {
+  sim::Request r = request(8, 1024);
+  r.safety_margin = 0;
+  r.hardware.memory.context_bytes = 0;
+  const sim::Split probe = sim::simulate(r).splits.back();  // 8 x 1
+  ASSERT_GT(probe.worst_reserved_bytes, probe.peak_reserved_bytes);
+  // A limit between the expected peak and the worst case: the split is predicted not to fit.
+  r.memory_limit_bytes = static_cast<int64_t>(0.5 * (probe.peak_reserved_bytes + probe.worst_reserved_bytes));
+  EXPECT_FALSE(sim::simulate(r).splits.back().fits);
+  r.memory_limit_bytes = static_cast<int64_t>(probe.worst_reserved_bytes) + 1;
+  EXPECT_TRUE(sim::simulate(r).splits.back().fits);
 }
