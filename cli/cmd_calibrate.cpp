@@ -146,6 +146,9 @@ int cmd_calibrate(const Args& args) {
   profile.hw.expected_time_error = std::max(0.05, 2 * res.fit.time_rms_rel);
   profile.hw.expected_memory_error = std::max(0.02, 2 * res.fit.reserved_rms_rel);
   profile.origin_source = "lorasim calibrate";
+  // A fresh record: the base profile's own calibration (a built-in's date, refit command,
+  // ...) describes other runs.
+  profile.calibration = {};
   auto& c = profile.calibration;
   c.set("date", today());
   c.set("device", dev.name);

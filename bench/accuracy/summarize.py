@@ -10,6 +10,7 @@ def main():
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--command", required=True)
     ap.add_argument("--gpu", required=True)
+    ap.add_argument("--note", default="", help="how the measurements and the profile were obtained")
     a = ap.parse_args()
     v = json.load(open(a.validate_json))
     rows = []
@@ -28,7 +29,7 @@ def main():
         "time_mean_abs_err": s["time_mean_abs_err"], "time_max_abs_err": s["time_max_abs_err"],
         "mem_mean_abs_err": s["mem_mean_abs_err"], "mem_max_under_err": s["mem_max_under_err"],
         "regret_max": s["regret_max"], "recommended_oom": s["recommended_oom"], "points": s["points"],
-        "command": a.command, "gpu": a.gpu,
+        "command": a.command, "gpu": a.gpu, **({"note": a.note} if a.note else {}),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     json.dump(summary, open(os.path.join(a.out_dir, "accuracy-summary.json"), "w"), indent=2)
