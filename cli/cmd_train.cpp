@@ -45,6 +45,7 @@ int cmd_train(const Args& args) {
   spec.micro_batch = parse_int("--micro-batch", micro, 1);
   spec.accumulation = parse_int("--accum", accum, 1);
   spec.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
+  spec.split_host_device = true;  // reported below where the model is shallow enough
   spec.warmup_steps = static_cast<int>(parse_int("--warmup", warmup, 0));
   if (!memory_limit.empty()) spec.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
 
