@@ -25,8 +25,14 @@ std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda) {
   if (opt.wide_model == "none") return "";
   const std::string name = opt.wide_model == "auto" ? (is_cuda ? "qwen3-8b" : "") : opt.wide_model;
   if (name.empty() || name == opt.reference.arch.name) return "";
-  model::preset(name);  // throws a ConfigError naming the nearest preset if unknown
-  return name;
+  std::vector<std::string> names{"none"};
+  for (const auto& a : model::presets()) {
+    if (a.name == name) return name;
+    names.push_back(a.name);
+  }
+  std::string msg = "--wide-model: unknown model '" + name + "'";
+  if (const std::string near = nearest_name(name, names); !near.empty()) msg += ", did you mean '" + near + "'?";
+  throw InputError(msg + " (a preset from `lorasim models`, or none)");
 }
 
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda) {

@@ -234,6 +234,17 @@ TEST(PipelineErrorTest, CalibrateToAMissingDirectoryFailsBeforeTraining) {
                                      << " s)\n" << describe(args, r);
 }
 
+TEST(PipelineErrorTest, UnknownWideModelIsRefusedBeforeTrainingAndWritesNothing) {
+  TempDir dir;
+  const std::string out = (dir.path() / "x.toml").string();
+  const std::vector<std::string> args = {"calibrate", "--device", "cpu", "--model", "tiny",
+                                         "--wide-model", "qwen3-9b", "--out", out};
+  const RunResult r = run_lorasim(args);
+  expect_one_error_line(args, r, kUsage, "--wide-model: unknown model 'qwen3-9b'");
+  EXPECT_EQ(r.out, "") << describe(args, r);
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST(PipelineErrorTest, TrainOnCudaWithoutCudaIsOneClearError) {
   // Tiny and short, so that a machine that does have CUDA skips quickly.
   const std::vector<std::string> args = {"train", "--device", "cuda", "--model", "tiny", "--seq-len", "16",
