@@ -39,7 +39,7 @@ def main():
     if pts:
         lo = min(min(p) for p in pts) / 1.2
         hi = max(max(p) for p in pts) * 1.2
-        W, M = 480, 50
+        W, M = 500, 64
         def xy(t):
             return M + (W - 2 * M) * (math.log(t) - math.log(lo)) / (math.log(hi) - math.log(lo))
         svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{W}" font-family="sans-serif" font-size="12">',
@@ -48,7 +48,19 @@ def main():
                f'<line x1="{M}" y1="{W-M}" x2="{W-M}" y2="{M}" stroke="#999" stroke-dasharray="4"/>',
                f'<rect x="{M}" y="{M}" width="{W-2*M}" height="{W-2*M}" fill="none" stroke="black"/>',
                f'<text x="{W/2}" y="{W-15}" text-anchor="middle">measured (s, log)</text>',
-               f'<text x="15" y="{W/2}" transform="rotate(-90 15 {W/2})" text-anchor="middle">predicted (s, log)</text>']
+               f'<text x="14" y="{W/2}" transform="rotate(-90 14 {W/2})" text-anchor="middle">predicted (s, log)</text>']
+        # Ticks at 1-2-5 values inside the range, and +-10% bands around y = x.
+        ticks = [m * 10 ** e for e in range(-4, 4) for m in (1, 2, 5) if lo <= m * 10 ** e <= hi]
+        for t in ticks:
+            label = f"{t:g} s" if t >= 1 else f"{t * 1000:g} ms"
+            svg.append(f'<line x1="{xy(t):.1f}" y1="{W-M}" x2="{xy(t):.1f}" y2="{W-M+5}" stroke="black"/>')
+            svg.append(f'<text x="{xy(t):.1f}" y="{W-M+18}" text-anchor="middle" font-size="10">{label}</text>')
+            svg.append(f'<line x1="{M-5}" y1="{W-xy(t):.1f}" x2="{M}" y2="{W-xy(t):.1f}" stroke="black"/>')
+            svg.append(f'<text x="{M-8}" y="{W-xy(t)+3:.1f}" text-anchor="end" font-size="10">{label}</text>')
+        for f in (1.1, 1 / 1.1):
+            svg.append(f'<line x1="{xy(lo):.1f}" y1="{W-xy(lo*f):.1f}" x2="{xy(hi/f if f > 1 else hi):.1f}" '
+                       f'y2="{W-xy(hi if f > 1 else hi*f):.1f}" stroke="#ccc" stroke-dasharray="2"/>')
+        svg.append(f'<text x="{W-M-5}" y="{M+15}" text-anchor="end" font-size="10" fill="#888">dotted: ±10%</text>')
         for m, p in pts:
             svg.append(f'<circle cx="{xy(m):.1f}" cy="{W - xy(p):.1f}" r="3" fill="#1f77b4" fill-opacity="0.7"/>')
         svg.append("</svg>")
