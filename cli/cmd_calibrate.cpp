@@ -82,8 +82,9 @@ int cmd_calibrate(const Args& args) {
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: lorasim calibrate --out FILE [options]\n\n"
-                 "Runs short real LoRA training steps of a reference model truncated to a few depths,\n"
-                 "over micro-batch sizes and sequence lengths, fits the cost model and writes a\n"
+                 "Runs short real LoRA training steps of a reference model truncated to a few depths\n"
+                 "(and, on CUDA, of a wider model, so that other widths are predicted too), over\n"
+                 "micro-batch sizes and sequence lengths, fits the cost model and writes a\n"
                  "hardware profile. Calibrate once per GPU; then simulate any workload with\n"
                  "--profile FILE.\n\n"
                  "examples:\n"
