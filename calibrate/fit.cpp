@@ -30,6 +30,12 @@ std::string label_of(const Measurement& m) {
          (m.workload.lora.rank != 16 ? " r=" + std::to_string(m.workload.lora.rank) : "");
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
 // Weighted NNLS: rows scaled by 1/y so that residuals are relative.
 Eigen::VectorXd fit_relative(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& y) {
   const Eigen::Index n = static_cast<Eigen::Index>(y.size()), k = x.front().size();
@@ -258,12 +264,9 @@ void fit_host_by_depth(const std::vector<Row>& rows, model::HardwareModel& hw) {
   }
   std::vector<Eigen::VectorXd> x;
   std::vector<double> y;
-  for (auto& [ops, times] : by_ops) {
-    std::sort(times.begin(), times.end());
-    const size_t m = times.size() / 2;
-    const double median = times.size() % 2 ? times[m] : 0.5 * (times[m - 1] + times[m]);
+  for (const auto& [ops, times] : by_ops) {
     x.push_back((Eigen::VectorXd(2) << 1.0, static_cast<double>(ops)).finished());
-    y.push_back(median);
+    y.push_back(median(times));
   }
   // Absolute, not relative, errors here: the deepest point must weigh most, since full
   // models lie beyond it.
@@ -303,10 +306,7 @@ void fit_recompute_host_share(const std::vector<Row>& rows, model::HardwareModel
     shares.push_back((host - c.host_fixed_s - c.host_per_op_s * ops) / (c.host_per_op_s * r.f.recompute_ops));
   }
   if (shares.empty()) return;
-  std::sort(shares.begin(), shares.end());
-  const size_t m = shares.size() / 2;
-  const double median = shares.size() % 2 ? shares[m] : 0.5 * (shares[m - 1] + shares[m]);
-  hw.time.recompute_host_share = std::clamp(median, 0.0, 2.0);
+  hw.time.recompute_host_share = std::clamp(median(shares), 0.0, 2.0);
 }
 
 void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
@@ -345,9 +345,7 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
 // the current coefficients say is larger.
 Eigen::VectorXd memory_x(const model::Features& f, const model::MemoryCoefficients& m) {
   Eigen::VectorXd x(4);
-  if (f.recompute_bytes > 0 &&
-      m.saved_scale * f.recompute_bytes + m.attention_score_scale * f.attention_score_bytes >
-          m.logits_scale * f.logits_bytes)
+  if (model::rebuilt_block_sets_peak(f, m))
     x << 1.0, f.saved_bytes + f.recompute_bytes, f.attention_score_bytes, 0.0;
   else if (f.recompute_bytes > 0)
     x << 1.0, f.saved_bytes, 0.0, f.logits_bytes;

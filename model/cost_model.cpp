@@ -42,9 +42,11 @@ double combine(double host_s, double device_s, double host_ops, const HardwareMo
          hw.time.overlap_loss * overlap_share(host_ops, hw.time) * std::min(host_s, device_s);
 }
 
+namespace {
 double host_time(const Features& f, const TimeCoefficients& c) {
   return c.host_fixed_s + c.host_per_op_s * (f.host_ops - (1 - c.recompute_host_share) * f.recompute_ops);
 }
+}  // namespace
 
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p) {
   const TimeCoefficients& c = hw.time;
@@ -71,6 +73,11 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
 
 double accumulation_ops(int64_t lora_tensors) { return static_cast<double>(lora_tensors); }
 
+bool rebuilt_block_sets_peak(const Features& f, const MemoryCoefficients& m) {
+  return f.recompute_bytes > 0 && m.saved_scale * f.recompute_bytes + m.attention_score_scale * f.attention_score_bytes >
+                                      m.logits_scale * f.logits_bytes;
+}
+
 MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   const MemoryCoefficients& m = hw.memory;
   MemoryEstimate e;
@@ -78,9 +85,9 @@ MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   // alive at different times of the backward pass; without checkpointing the scores of
   // every block are saved alongside the loss's buffers.
   const double scores = m.attention_score_scale * f.attention_score_bytes;
-  const double transient = f.recompute_bytes > 0
-                               ? std::max(m.logits_scale * f.logits_bytes, m.saved_scale * f.recompute_bytes + scores)
-                               : m.logits_scale * f.logits_bytes + scores;
+  const double transient = f.recompute_bytes <= 0             ? m.logits_scale * f.logits_bytes + scores
+                           : rebuilt_block_sets_peak(f, m) ? m.saved_scale * f.recompute_bytes + scores
+                                                           : m.logits_scale * f.logits_bytes;
   e.peak_allocated_bytes = f.static_bytes + m.workspace_bytes + m.saved_scale * f.saved_bytes + transient;
   e.peak_reserved_bytes =
       std::max(e.peak_allocated_bytes, m.reserved_scale * e.peak_allocated_bytes + m.reserved_overhead_bytes);

@@ -54,15 +54,17 @@ struct MemoryEstimate {
   double peak_reserved_bytes = 0;   ///< what the caching allocator holds from the device
   /// Reserved plus the slack a fresh process sometimes shows: the caching allocator keeps
   /// one logits-sized block it cannot reuse (an H200 showed it in the first run of 4 of 17
-  /// processes, never in a later one: bench/results/h200/README.md). What the simulator checks against the memory limit.
+  /// processes, never in a later one: bench/results/h200/README.md). What the simulator
+  /// checks against the memory limit.
   double worst_reserved_bytes = 0;
 };
 
-/// Host dispatch time of one micro-batch.
-double host_time(const Features& f, const TimeCoefficients& c);
 /// Time of one micro-batch from its features.
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p);
 MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw);
+/// With gradient checkpointing, whether the rebuilt block (with its scores), not the loss's
+/// buffers, sets the allocated peak; false without checkpointing.
+bool rebuilt_block_sets_peak(const Features& f, const MemoryCoefficients& m);
 OptimizerTime optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw);
 /// Operators a micro-batch adds when it accumulates into existing gradients (every one
 /// after the first of a step: one in-place add per adapter tensor).

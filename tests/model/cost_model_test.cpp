@@ -162,8 +162,8 @@ TEST(CostModelTest, HostTimeDoesNotDependOnMicroBatch) {
   EXPECT_LT(cm.micro_batch(1).device_s, cm.micro_batch(64).device_s);
 }
 
-TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
-  // With n_half = 0 the GEMM time is exactly FLOPs / rate.
+// A device whose only cost is the blocks' GEMMs, at 100 TFLOP/s.
+HardwareModel gemm_only_gpu() {
   HardwareModel hw = test_gpu();
   hw.time = TimeCoefficients{};
   hw.time.gemm_tflops = 100;
@@ -171,6 +171,12 @@ TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
   hw.time.attention_tflops = 1e30;
   hw.time.memory_gbps = 1e30;
   hw.time.loss_gbps = 1e30;
+  return hw;
+}
+
+TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
+  // With n_half = 0 the GEMM time is exactly FLOPs / rate.
+  HardwareModel hw = gemm_only_gpu();
   const Features f = features(qwen(), 4);
   EXPECT_NEAR(micro_batch_time(f, hw, Precision::bf16).device_s, f.gemm_flops / 100e12, 1e-12);
   hw.time.gemm_half_tokens = 2048;  // = b * s: the rate halves, the time doubles
@@ -178,13 +184,7 @@ TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
 }
 
 TEST(CostModelTest, OtherPrecisionScalesRatesByDatasheetRatio) {
-  HardwareModel hw = test_gpu();
-  hw.time = TimeCoefficients{};
-  hw.time.gemm_tflops = 100;
-  hw.time.head_tflops = 1e30;
-  hw.time.attention_tflops = 1e30;
-  hw.time.memory_gbps = 1e30;
-  hw.time.loss_gbps = 1e30;
+  HardwareModel hw = gemm_only_gpu();
   const Features f = features(qwen(), 4);
   const double bf16 = micro_batch_time(f, hw, Precision::bf16).device_s;
   const double fp32 = micro_batch_time(f, hw, Precision::fp32).device_s;
