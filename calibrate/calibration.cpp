@@ -21,18 +21,31 @@ std::string PlannedRun::label() const {
          (lora_rank ? " r=" + std::to_string(lora_rank) : "");
 }
 
-std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda) {
-  if (opt.wide_model == "none") return "";
-  const std::string name = opt.wide_model == "auto" ? (is_cuda ? "qwen3-8b" : "") : opt.wide_model;
+namespace {
+// A probe option's preset: "none", "auto" (`cuda_default` on CUDA, none on the CPU) or a
+// preset name; "" when there is no probe. `flag` names the option in errors.
+std::string probe_name(const std::string& requested, const char* cuda_default, const char* flag,
+                       const CalibrationOptions& opt, bool is_cuda) {
+  if (requested == "none") return "";
+  const std::string name = requested == "auto" ? (is_cuda ? cuda_default : "") : requested;
   if (name.empty() || name == opt.reference.arch.name) return "";
   std::vector<std::string> names{"none"};
   for (const auto& a : model::presets()) {
     if (a.name == name) return name;
     names.push_back(a.name);
   }
-  std::string msg = "--wide-model: unknown model '" + name + "'";
+  std::string msg = std::string(flag) + ": unknown model '" + name + "'";
   if (const std::string near = nearest_name(name, names); !near.empty()) msg += ", did you mean '" + near + "'?";
   throw InputError(msg + " (a preset from `lorasim models`, or none)");
+}
+}  // namespace
+
+std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda) {
+  return probe_name(opt.wide_model, "qwen3-8b", "--wide-model", opt, is_cuda);
+}
+
+std::string narrow_model_name(const CalibrationOptions& opt, bool is_cuda) {
+  return probe_name(opt.narrow_model, "qwen2.5-0.5b", "--narrow-model", opt, is_cuda);
 }
 
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda) {
@@ -76,13 +89,14 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
   plan.push_back({depths.front(), mid_seq, 2, 2, false, opt.reference.lora.rank * 4});
   // The rest is costlier per run, so a short budget cuts it first.
   //
-  // The wide probe: the anchors of the shallowest and deepest split depths, so the device
-  // fit sees two widths at equal operator counts.
-  if (const std::string wide = wide_model_name(opt, is_cuda); !wide.empty()) {
-    const int64_t wide_full = model::preset(wide).num_layers;
-    std::vector<int64_t> wide_depths{std::min(depths.front(), wide_full), std::min(depths.back(), wide_full)};
-    wide_depths.erase(std::unique(wide_depths.begin(), wide_depths.end()), wide_depths.end());
-    for (int64_t d : wide_depths)
+  // The probes (narrow first, the cheaper): the anchors of the shallowest and deepest split
+  // depths, so the device fit sees three widths at equal operator counts.
+  for (const std::string& probe : {narrow_model_name(opt, is_cuda), wide_model_name(opt, is_cuda)}) {
+    if (probe.empty()) continue;
+    const int64_t probe_full = model::preset(probe).num_layers;
+    std::vector<int64_t> probe_depths{std::min(depths.front(), probe_full), std::min(depths.back(), probe_full)};
+    probe_depths.erase(std::unique(probe_depths.begin(), probe_depths.end()), probe_depths.end());
+    for (int64_t d : probe_depths)
       for (int64_t s : seqs) {
         const int64_t top = std::max<int64_t>(1, max_tokens / s);
         int64_t mid = 1;  // the power of two nearest the geometric middle of 1..top
@@ -91,7 +105,7 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
         bs.erase(std::unique(bs.begin(), bs.end()), bs.end());
         for (int64_t b : bs) {
           PlannedRun p{d, s, b, 2};
-          p.model = wide;
+          p.model = probe;
           plan.push_back(p);
         }
       }

@@ -25,6 +25,10 @@ struct CalibrationOptions {
   /// other models' widths would be mispredicted. "auto": qwen3-8b on CUDA, none on the CPU;
   /// "none"; or a preset name.
   std::string wide_model = "auto";
+  /// A narrower model run the same way: widths below the reference's put more weight on
+  /// memory-bound and per-GEMM costs, which a wider probe cannot show. "auto": qwen2.5-0.5b
+  /// on CUDA, none on the CPU; "none"; or a preset name.
+  std::string narrow_model = "auto";
   std::vector<int64_t> seq_lens;       ///< sequence lengths; empty: a default per device
   int64_t max_tokens = 0;              ///< largest micro-batch in tokens; 0: a default per device
   double time_budget_s = 90;           ///< stop adding runs past this (model construction included)
@@ -38,12 +42,14 @@ struct PlannedRun {
   bool grad_ckpt = false;
   int64_t lora_rank = 0;  ///< 0: the reference's rank
   bool split = true;      ///< also measure host vs device time (needs a shallow model)
-  std::string model = "";  ///< another preset than the reference (the wide probe); empty: the reference
+  std::string model = "";  ///< another preset than the reference (a probe); empty: the reference
   std::string label() const;
 };
 
 /// The wide probe's preset name for these options, or "" for none.
 std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda);
+/// The narrow probe's preset name for these options, or "" for none.
+std::string narrow_model_name(const CalibrationOptions& opt, bool is_cuda);
 
 /// The default plan for a reference workload on a device.
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda);

@@ -61,7 +61,8 @@ std::string today() {
 int cmd_calibrate(const Args& args) {
   std::string save;
   std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "90", memory_limit;
-  std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1", wide_model = "auto";
+  std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1", wide_model = "auto",
+              narrow_model = "auto";
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
@@ -74,6 +75,7 @@ int cmd_calibrate(const Args& args) {
       ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
       ("deep-depth", po::value(&deep_depth)->default_value(deep_depth), "a deeper model timed whole, for the overlap of host and device (-1: half the reference depth on CUDA, none on the CPU; 0: none)")
       ("wide-model", po::value(&wide_model)->default_value(wide_model), "a wider preset run at the shallow depths, so GEMM and memory-bound time separate across model widths (auto: qwen3-8b on CUDA, none on the CPU; none; or a preset)")
+      ("narrow-model", po::value(&narrow_model)->default_value(narrow_model), "a narrower preset run the same way, for widths below the reference's (auto: qwen2.5-0.5b on CUDA, none on the CPU; none; or a preset)")
       ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
       ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
       ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")
@@ -83,10 +85,10 @@ int cmd_calibrate(const Args& args) {
   if (vm.count("help")) {
     std::cout << "usage: lorasim calibrate --out FILE [options]\n\n"
                  "Runs short real LoRA training steps of a reference model truncated to a few depths\n"
-                 "(and, on CUDA, of a wider model, so that other widths are predicted too), over\n"
-                 "micro-batch sizes and sequence lengths, fits the cost model and writes a\n"
-                 "hardware profile. Calibrate once per GPU; then simulate any workload with\n"
-                 "--profile FILE.\n\n"
+                 "(and, on CUDA, of a wider and a narrower model, so that other widths are\n"
+                 "predicted too), over micro-batch sizes and sequence lengths, fits the cost\n"
+                 "model and writes a hardware profile. Calibrate once per GPU; then simulate any\n"
+                 "workload with --profile FILE.\n\n"
                  "examples:\n"
                  "  lorasim calibrate --device cuda --out my-h200.toml          # about 90 s\n"
                  "  lorasim calibrate --device cpu --model tiny --out cpu.toml\n\n"
@@ -110,7 +112,9 @@ int cmd_calibrate(const Args& args) {
   opt.max_tokens = parse_int("--max-tokens", max_tokens, 0);
   opt.deep_depth = parse_int("--deep-depth", deep_depth, -1);
   opt.wide_model = wide_model;
+  opt.narrow_model = narrow_model;
   calib::wide_model_name(opt, dev.is_cuda);  // an unknown preset fails here, before any training
+  calib::narrow_model_name(opt, dev.is_cuda);
   opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);

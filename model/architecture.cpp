@@ -32,7 +32,7 @@ namespace {
 
 Architecture make(const char* name, int64_t hidden, int64_t inter, int64_t layers, int64_t heads,
                   int64_t kv, int64_t head_dim, int64_t vocab, bool tied, bool qk_norm,
-                  double theta, double eps) {
+                  double theta, double eps, bool attention_bias = false) {
   Architecture a;
   a.name = name;
   a.hidden_size = hidden;
@@ -44,6 +44,7 @@ Architecture make(const char* name, int64_t hidden, int64_t inter, int64_t layer
   a.vocab_size = vocab;
   a.tie_embeddings = tied;
   a.qk_norm = qk_norm;
+  a.attention_bias = attention_bias;  // Qwen2's q/k/v projections have biases
   a.rope_theta = theta;
   a.rms_norm_eps = eps;
   return a;
@@ -52,8 +53,9 @@ Architecture make(const char* name, int64_t hidden, int64_t inter, int64_t layer
 }  // namespace
 
 const std::vector<Architecture>& presets() {
-  //                      name            hidden inter  layers heads kv hdim vocab   tied  qk_norm theta  eps
+  //                      name            hidden inter  layers heads kv hdim vocab   tied  qk_norm theta  eps  bias
   static const std::vector<Architecture> all = {
+      make("qwen2.5-0.5b", 896, 4864, 24, 14, 2, 64, 151936, true, false, 1e6, 1e-6, true),
       make("qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, true, true, 1e6, 1e-6),
       make("qwen3-1.7b", 2048, 6144, 28, 16, 8, 128, 151936, true, true, 1e6, 1e-6),
       make("qwen3-4b", 2560, 9728, 36, 32, 8, 128, 151936, true, true, 1e6, 1e-6),

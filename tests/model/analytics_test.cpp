@@ -28,6 +28,13 @@ TEST(AnalyticsTest, Qwen3_1_7bDefaultLoraTrainableParameters) {
   EXPECT_EQ(c.lora_tensors, 28 * 7 * 2);
 }
 
+TEST(AnalyticsTest, Qwen2_5_0_5bWithAttentionBiasMatchesPublishedCount) {
+  // Qwen2.5-0.5B: 494,032,768 parameters, the q/k/v biases (896 + 2 x 128 per layer) included.
+  const ParamCounts c = count_params(preset("qwen2.5-0.5b"), LoraSpec{});
+  EXPECT_EQ(c.base, 494'032'768);
+  EXPECT_EQ(c.lm_head, 0);
+}
+
 TEST(AnalyticsTest, UntiedHeadAddsVocabTimesHidden) {
   const ParamCounts c = count_params(preset("qwen3-8b"), LoraSpec{});
   EXPECT_EQ(c.lm_head, 151936LL * 4096);
