@@ -60,7 +60,7 @@ def plan(args):
     cells = []
     for (si, seq), (ci, ckpt), (mi, model) in itertools.product(enumerate(SEQS), enumerate([False, True]),
                                                                   enumerate(MODELS)):
-        pref = (mi + si + 2 * ci) % len(BATCHES)
+        pref = (mi + si + 2 * ci + args.rotation) % len(BATCHES)
         for bi in range(pref, -1, -1):
             B = BATCHES[bi]
             splits, unfit = chosen_splits(simulate(args, model, seq, B, ckpt))
@@ -83,6 +83,8 @@ def main():
     ap.add_argument("--steps", type=int, default=3, help="measured steps of splits under a second (median)")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--cell-cap", type=float, default=30, help="predicted seconds one workload may take")
+    ap.add_argument("--rotation", type=int, default=0,
+                    help="shift the Latin square: 1 and 2 give every workload another B of BATCHES")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     cells = plan(args)

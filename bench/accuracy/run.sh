@@ -10,7 +10,9 @@
 # Budget: BUDGET_S (default 510) seconds from the start, after which no new workload starts;
 # the build (~35 s) and calibration (~80 s) are inside it. The whole grid needs about two
 # such calls on an H200 (the device tool allows 10 minutes a command): RESUME=1 with the same
-# $WORK keeps the profile and the measured workloads and runs the rest.
+# $WORK keeps the profile and the measured workloads and runs the rest. PROFILE=path skips
+# the calibration and validates that profile; GRID_ARGS passes options to grid.py (e.g.
+# "--rotation 1": every workload at another effective batch).
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel 2>/dev/null || pwd)"
 out=${OUT:-accuracy-results}
@@ -30,7 +32,10 @@ LORASIM_GPU_TESTS=OFF scripts/gpu/build.sh build-gpu > /tmp/lorasim-build.log 2>
   { tail -30 /tmp/lorasim-build.log; exit 1; }
 echo "build took $(( $(date +%s) - start )) s"
 bin=build-gpu/cli/lorasim
-if [ "${RESUME:-0}" = 1 ] && [ -f "$work/profile.toml" ]; then
+if [ -n "${PROFILE:-}" ]; then
+  echo "validating with the given profile $PROFILE (no calibration)"
+  cp "$PROFILE" "$work/profile.toml"
+elif [ "${RESUME:-0}" = 1 ] && [ -f "$work/profile.toml" ]; then
   echo "resuming with $work/profile.toml"
 else
   rm -f "$work/grid-runs.csv"

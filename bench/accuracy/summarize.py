@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns `lorasim validate --measurements ... --format json` into accuracy.csv,
 accuracy-summary.json (the issue's keys) and accuracy.svg (predicted vs measured)."""
-import argparse, datetime, json, math, os
+import argparse, csv, datetime, json, math, os
 
 
 def main():
@@ -17,13 +17,15 @@ def main():
     for g in v["groups"]:
         for s in g["splits"]:
             rows.append(dict(workload=g["workload"], **s))
-    with open(os.path.join(a.out_dir, "accuracy.csv"), "w") as f:
+    with open(os.path.join(a.out_dir, "accuracy.csv"), "w", newline="") as f:
         keys = ["workload", "micro_batch", "accumulation", "predicted_step_time_s", "measured_step_time_s",
                 "step_time_error", "predicted_peak_reserved_bytes", "measured_peak_reserved_bytes",
                 "reserved_error", "predicted_fits", "measured_oom"]
-        f.write(",".join(keys) + "\n")
+        # The workload label has commas (its LoRA targets): csv quotes it. Missing values stay empty.
+        w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
         for r in rows:
-            f.write(",".join(str(r.get(k, "")) for k in keys) + "\n")
+            w.writerow({k: "" if r.get(k) is None else r[k] for k in keys})
     s = v["summary"]
     summary = {
         "time_mean_abs_err": s["time_mean_abs_err"], "time_max_abs_err": s["time_max_abs_err"],
