@@ -35,6 +35,9 @@ ComparisonSummary summarize(const std::vector<ComparedSplit>& s) {
       out.reserved_mean_abs_err += std::fabs(re);
       out.reserved_max_abs_err = std::max(out.reserved_max_abs_err, std::fabs(re));
       out.reserved_max_under_err = std::max(out.reserved_max_under_err, -re);
+      if (c.predicted_worst_reserved_bytes > 0)
+        out.worst_reserved_max_under_err = std::max(
+            out.worst_reserved_max_under_err, -rel(c.predicted_worst_reserved_bytes, c.measured_reserved_bytes));
       ++out.memory_points;
     }
     if (measured(c.measured_allocated_bytes)) {

@@ -15,6 +15,9 @@ struct ComparedSplit {
   double predicted_step_time_s = 0, measured_step_time_s = kNotMeasured;
   double predicted_allocated_bytes = 0, measured_allocated_bytes = kNotMeasured;
   double predicted_reserved_bytes = 0, measured_reserved_bytes = kNotMeasured;
+  /// The worst case the simulator checks against the memory limit (reserved plus a fresh
+  /// process's allocator slack); 0 when not known, and then not summarised.
+  double predicted_worst_reserved_bytes = 0;
   bool predicted_fits = true;
   bool measured_oom = false;
   /// Signed relative errors, (predicted - measured) / measured; NaN when not measured.
@@ -28,6 +31,9 @@ struct ComparisonSummary {
   double time_mean_abs_err = 0, time_max_abs_err = 0;
   double reserved_mean_abs_err = 0, reserved_max_abs_err = 0;
   double reserved_max_under_err = 0;    ///< largest under-prediction of reserved memory (positive)
+  /// The same for the worst case that decides whether a split fits: what an out-of-memory
+  /// of a recommended split would take.
+  double worst_reserved_max_under_err = 0;
   double allocated_mean_abs_err = 0;
   int memory_points = 0;
   std::optional<size_t> recommended;     ///< fastest predicted among predicted-to-fit

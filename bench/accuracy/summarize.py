@@ -30,6 +30,7 @@ def main():
     summary = {
         "time_mean_abs_err": s["time_mean_abs_err"], "time_max_abs_err": s["time_max_abs_err"],
         "mem_mean_abs_err": s["mem_mean_abs_err"], "mem_max_under_err": s["mem_max_under_err"],
+        "mem_max_under_err_worst_case": s.get("mem_max_under_err_worst_case"),
         "regret_max": s["regret_max"], "recommended_oom": s["recommended_oom"], "points": s["points"],
         "command": a.command, "gpu": a.gpu, **({"note": a.note} if a.note else {}),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
