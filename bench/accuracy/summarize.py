@@ -11,6 +11,7 @@ def main():
     ap.add_argument("--command", required=True)
     ap.add_argument("--gpu", required=True)
     ap.add_argument("--note", default="", help="how the measurements and the profile were obtained")
+    ap.add_argument("--date", default="", help="when the measurements were taken (default: now), ISO 8601")
     a = ap.parse_args()
     v = json.load(open(a.validate_json))
     rows = []
@@ -33,7 +34,7 @@ def main():
         "mem_max_under_err_worst_case": s.get("mem_max_under_err_worst_case"),
         "regret_max": s["regret_max"], "recommended_oom": s["recommended_oom"], "points": s["points"],
         "command": a.command, "gpu": a.gpu, **({"note": a.note} if a.note else {}),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date": a.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     json.dump(summary, open(os.path.join(a.out_dir, "accuracy-summary.json"), "w"), indent=2)
     # Log-log scatter of step time, predicted against measured, with the y = x line.
