@@ -129,22 +129,60 @@ ActivationMemory activation_memory(const Workload& w, int64_t micro_batch) {
   return m;
 }
 
-double memory_bound_bytes(const Workload& w, int64_t micro_batch) {
+BlockTraffic block_memory_traffic(const Workload& w) {
   const Architecture& a = w.arch;
-  const double eb = static_cast<double>(bytes_per_element(w.train.precision));
-  const double n = static_cast<double>(micro_batch) * w.train.seq_len;
+  const double e = static_cast<double>(bytes_per_element(w.train.precision));
   const double h = static_cast<double>(a.hidden_size), i = static_cast<double>(a.intermediate_size);
   const double qd = static_cast<double>(a.q_dim()), kvd = static_cast<double>(a.kv_dim());
-  // Elements read + written per token per block, forward and backward together:
-  // norms 12h, residual adds 6h, RoPE 4(q+kv), q/k norms 6(q+kv), SwiGLU 10i,
-  // attention layout copies 4q, LoRA scale-and-add 6 x out per adapter.
-  double fwd_bwd = 18 * h + 4 * (qd + kvd) + 10 * i + 4 * qd;
-  if (a.qk_norm) fwd_bwd += 6 * (qd + kvd);
-  for (const auto& p : block_projections(a))
-    if (w.lora.has(p.target)) fwd_bwd += 6.0 * static_cast<double>(p.out_features);
-  // Recompute repeats the forward share, about a third of the traffic.
-  const double ckpt = w.train.grad_ckpt ? 4.0 / 3.0 : 1.0;
-  return n * static_cast<double>(a.num_layers) * fwd_bwd * ckpt * eb;
+  // Bytes read + written per element by each elementwise operator of calibrate/'s block and
+  // by its backward, counting every kernel's inputs once and its output once. RMSNorm keeps
+  // its statistics in fp32 (f); a cast to or from fp32 moves e + f bytes (none in fp32).
+  const double f = 4, cast = e == f ? 0.0 : e + f;
+  BlockTraffic t;
+  // RMSNorm: cast in, pow, mean, x * rsqrt, cast out, times the weight. Backward: the
+  // weight product, the cast, x * rsqrt's two gradients (one through a row reduction),
+  // pow's, their sum, and the cast back.
+  const double norm_fwd = 2 * cast + 5 * f + 2 * e, norm_bwd = 2 * cast + 13 * f + 2 * e;
+  t.forward_bytes_per_token += norm_fwd * 2 * h;
+  t.backward_bytes_per_token += norm_bwd * 2 * h;
+  if (a.qk_norm) {
+    t.forward_bytes_per_token += norm_fwd * (qd + kvd);
+    t.backward_bytes_per_token += norm_bwd * (qd + kvd);
+  }
+  // RoPE, x * cos + cat(-x2, x1) * sin: 10 forward; backward 15 (the slices' gradients are
+  // written whole, and three gradients are summed).
+  t.forward_bytes_per_token += 10 * e * (qd + kvd);
+  t.backward_bytes_per_token += 15 * e * (qd + kvd);
+  // Attention: the fused kernel reads q, k, v and writes the output; its backward reads
+  // those and the output gradient and writes three gradients. The output's layout copy for
+  // o_proj, both ways.
+  t.forward_bytes_per_token += e * (2 * qd + 2 * kvd) + 2 * e * qd;
+  t.backward_bytes_per_token += e * (4 * qd + 4 * kvd) + 2 * e * qd;
+  // SwiGLU silu(gate) * up: 5 forward, 9 backward per intermediate element.
+  t.forward_bytes_per_token += 5 * e * i;
+  t.backward_bytes_per_token += 9 * e * i;
+  // Two residual adds; backward sums the gradients where the stream forks.
+  t.forward_bytes_per_token += 6 * e * h;
+  t.backward_bytes_per_token += 6 * e * h;
+  // Each adapter. Forward: the rank-r GEMM reads the input, the delta is written, scaled
+  // and added. Backward: the delta's gradient is scaled and read by two GEMMs, the input
+  // is read again, and the input gradient is written and summed with the frozen path's.
+  for (const auto& p : block_projections(a)) {
+    if (!w.lora.has(p.target)) continue;
+    const double in = static_cast<double>(p.in_features), out = static_cast<double>(p.out_features);
+    t.forward_bytes_per_token += e * (in + 6 * out);
+    t.backward_bytes_per_token += e * (5 * in + 4 * out);
+  }
+  return t;
+}
+
+double memory_bound_bytes(const Workload& w, int64_t micro_batch) {
+  const double n = static_cast<double>(micro_batch) * w.train.seq_len;
+  const BlockTraffic t = block_memory_traffic(w);
+  // Checkpointing runs every block's forward a second time, inside the backward pass.
+  const double forward_passes = w.train.grad_ckpt ? 2.0 : 1.0;
+  return n * static_cast<double>(w.arch.num_layers) *
+         (forward_passes * t.forward_bytes_per_token + t.backward_bytes_per_token);
 }
 
 double loss_bytes(const Workload& w, int64_t micro_batch) {

@@ -69,8 +69,16 @@ struct ActivationMemory {
 };
 ActivationMemory activation_memory(const Workload& w, int64_t micro_batch);
 
-/// Bytes that the decoder blocks' memory-bound operators (norms, RoPE, SwiGLU, residuals,
-/// LoRA scaling) read and write in one forward + backward.
+/// Memory traffic of one decoder block's memory-bound work (norms, RoPE, attention I/O,
+/// SwiGLU, residuals, the adapters' elementwise work and skinny GEMMs), bytes per token.
+struct BlockTraffic {
+  double forward_bytes_per_token = 0;
+  double backward_bytes_per_token = 0;
+};
+BlockTraffic block_memory_traffic(const Workload& w);
+
+/// Bytes that the decoder blocks' memory-bound operators read and write in one forward +
+/// backward of a micro-batch (with checkpointing, the recomputed forward too).
 double memory_bound_bytes(const Workload& w, int64_t micro_batch);
 /// Bytes the loss reads and writes over the vocabulary (cast, log-softmax, its gradient).
 double loss_bytes(const Workload& w, int64_t micro_batch);

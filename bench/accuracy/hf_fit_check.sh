@@ -24,31 +24,5 @@ echo "build took $(( $(date +%s) - start )) s"
 python3 bench/accuracy/hf_peft_runs.py --models qwen3-1.7b --seq-lens 512 --effective-batches 16 \
   --grad-ckpt off --steps 6 --out "$out/hf-runs.csv" || exit 1
 
-# Rows of hf-runs.csv whose micro-batch is in the list (B is fixed, so that names the split).
-pick() {
-  awk -F, -v want=" $1 " '/^#/ { print; next }
-    !header { header = 1; for (i = 1; i <= NF; i++) col[$i] = i; print; next }
-    index(want, " " $col["micro_batch"] " ")' "$out/hf-runs.csv"
-}
-# Fit to 1x16, 4x4, 16x1 and predict 2x8 and 8x2 (lorasim fit takes three runs or more); the
-# leave-one-out fits below check every split in turn.
-pick "1 4 16" > "$tmp/fit-runs.csv"
-pick "2 8" > "$tmp/heldout-runs.csv"
-if $bin fit --measurements "$tmp/fit-runs.csv" --gpu h200 --out "$out/hf-profile.toml"; then
-  $bin validate --measurements "$tmp/fit-runs.csv" --profile "$out/hf-profile.toml" | tee "$out/validate-fit.txt"
-  $bin validate --measurements "$tmp/heldout-runs.csv" --profile "$out/hf-profile.toml" | tee "$out/validate-heldout.txt"
-  $bin validate --measurements "$tmp/heldout-runs.csv" --profile "$out/hf-profile.toml" --format json \
-    > "$out/validate-heldout.json"
-fi
-# Leave one out: fit to four splits, predict the fifth.
-loo=$tmp/loo
-mkdir -p "$loo"
-for mb in 1 2 4 8 16; do
-  rest=$(for m in 1 2 4 8 16; do [ "$m" = "$mb" ] || printf '%s ' "$m"; done)
-  pick "$rest" > "$loo/fit-$mb.csv"
-  pick "$mb" > "$loo/heldout-$mb.csv"
-  $bin fit --measurements "$loo/fit-$mb.csv" --gpu h200 --out "$loo/profile-$mb.toml" > "$loo/fit-$mb.log" 2>&1 &&
-    $bin validate --measurements "$loo/heldout-$mb.csv" --profile "$loo/profile-$mb.toml" |
-    tee -a "$out/loo.txt"
-done
+bash bench/accuracy/hf_fit_eval.sh "$bin" "$out/hf-runs.csv" "$out"
 echo "total $(( $(date +%s) - start )) s"

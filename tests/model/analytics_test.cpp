@@ -129,3 +129,56 @@ TEST(AnalyticsTest, RecomputeOpsAreOneForwardOfEveryBlock) {
   EXPECT_DOUBLE_EQ(recompute_ops_per_micro_batch(w), 28 * fwd);
   EXPECT_DOUBLE_EQ(host_ops_per_micro_batch(w), 28 * fwd * 3.5 + 40);
 }
+
+namespace {
+// A block small enough to count by hand: h = 4, i = 8, q_dim = 4, kv_dim = 2, LoRA on q only.
+Workload toy_block(Precision p) {
+  Workload w;
+  w.arch.name = "toy";
+  w.arch.hidden_size = 4;
+  w.arch.intermediate_size = 8;
+  w.arch.num_layers = 2;
+  w.arch.num_heads = 2;
+  w.arch.num_kv_heads = 1;
+  w.arch.head_dim = 2;
+  w.arch.vocab_size = 16;
+  w.lora.rank = 1;
+  w.lora.targets = {Target::q};
+  w.train.seq_len = 5;
+  w.train.precision = p;
+  return w;
+}
+}  // namespace
+
+TEST(AnalyticsTest, BlockTrafficCountsEachOperatorOfTheReferenceBlock) {
+  const BlockTraffic t = block_memory_traffic(toy_block(Precision::bf16));
+  // bf16 (e = 2), fp32 statistics (4), a cast 2 + 4 = 6 bytes per element.
+  // Forward: RMSNorm 2*6 + 5*4 + 2*2 = 36 per element over 2h = 8 -> 288; RoPE 10e over
+  // q + kv = 6 -> 120; attention e(2*4 + 2*2) + layout copy 2e*4 -> 40; SwiGLU 5e*8 -> 80;
+  // residuals 6e*4 -> 48; the q adapter e(4 + 6*4) -> 56. Sum 632.
+  EXPECT_DOUBLE_EQ(t.forward_bytes_per_token, 632);
+  // Backward: RMSNorm 2*6 + 13*4 + 2*2 = 68 -> 544; RoPE 15e*6 -> 180; attention
+  // e(4*4 + 4*2) + 2e*4 -> 64; SwiGLU 9e*8 -> 144; residuals 48; adapter e(5*4 + 4*4) -> 72.
+  EXPECT_DOUBLE_EQ(t.backward_bytes_per_token, 1052);
+}
+
+TEST(AnalyticsTest, BlockTrafficOfQkNormAndFp32) {
+  Workload w = toy_block(Precision::bf16);
+  w.arch.qk_norm = true;  // two more RMSNorms over q + kv = 6 elements per token
+  const BlockTraffic qk = block_memory_traffic(w);
+  EXPECT_DOUBLE_EQ(qk.forward_bytes_per_token, 632 + 36 * 6);
+  EXPECT_DOUBLE_EQ(qk.backward_bytes_per_token, 1052 + 68 * 6);
+  // fp32: no casts, every element 4 bytes. RMSNorm 5*4 + 2*4 = 28 forward, 13*4 + 2*4 = 60
+  // backward; every other term doubles with e.
+  const BlockTraffic f = block_memory_traffic(toy_block(Precision::fp32));
+  EXPECT_DOUBLE_EQ(f.forward_bytes_per_token, 28 * 8 + 2 * (632 - 288));
+  EXPECT_DOUBLE_EQ(f.backward_bytes_per_token, 60 * 8 + 2 * (1052 - 544));
+}
+
+TEST(AnalyticsTest, MemoryBoundBytesScaleWithTokensAndLayersAndRecomputeTheForward) {
+  Workload w = toy_block(Precision::bf16);
+  // n = 3 x 5 tokens, 2 layers.
+  EXPECT_DOUBLE_EQ(memory_bound_bytes(w, 3), 15.0 * 2 * (632 + 1052));
+  w.train.grad_ckpt = true;  // the forward runs twice
+  EXPECT_DOUBLE_EQ(memory_bound_bytes(w, 3), 15.0 * 2 * (2 * 632 + 1052));
+}
