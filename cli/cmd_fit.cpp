@@ -1,6 +1,8 @@
 // `lorasim fit`: a hardware profile fitted to timed runs from any framework (a measurement
 // file), so a user's own training stack gets predictions as good as lorasim's runner.
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "calibrate/fit.h"
 #include "calibrate/measurement_io.h"
@@ -16,11 +18,14 @@ namespace lorasim::cli {
 
 int cmd_fit(const Args& args) {
   HardwareArgs ha;
-  std::string measurements, out, overlap = "max";
+  std::vector<std::string> files;
+  std::string out, overlap = "max";
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
-      ("measurements", po::value(&measurements), "timed runs, .csv or .jsonl (docs/measurements.md); required")
+      ("measurements", po::value(&files)->composing(),
+       "timed runs, .csv or .jsonl (docs/measurements.md); required. Repeat it to pool several files, "
+       "e.g. calibrations of one GPU type on different machines")
       ("out", po::value(&out), "profile to write (TOML); required");
   add_hardware_options(desc, ha);
   desc.add_options()("overlap", po::value(&overlap)->default_value(overlap),
@@ -35,15 +40,23 @@ int cmd_fit(const Args& args) {
                  "rest; more models and sequence lengths make it predict those too.\n\n"
                  "examples:\n"
                  "  lorasim fit --measurements hf-runs.csv --gpu a100-80gb --out a100-hf.toml\n"
+                 "  lorasim fit --measurements calib-a.csv --measurements calib-b.csv --gpu h200 --out h200.toml\n"
                  "  lorasim validate --measurements more-runs.csv --profile a100-hf.toml\n\n"
               << desc << "\n";
     return kOk;
   }
-  if (measurements.empty()) throw InputError("--measurements FILE is required");
+  if (files.empty()) throw InputError("--measurements FILE is required");
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   if (overlap != "max" && overlap != "sum") throw InputError("--overlap must be max or sum, got '" + overlap + "'");
   check_writable("--out", out);
-  const std::vector<calib::Measurement> rows = calib::load_measurements(measurements);
+  // Every file is read (and any error reported) before anything is written.
+  std::vector<calib::Measurement> rows;
+  std::string measurements;
+  for (const std::string& f : files) {
+    const std::vector<calib::Measurement> part = calib::load_measurements(f);
+    rows.insert(rows.end(), part.begin(), part.end());
+    measurements += (measurements.empty() ? "" : " ") + f;
+  }
   hw::Profile profile = select_profile(ha);
   profile.hw.overlap = overlap == "max" ? model::Overlap::max : model::Overlap::sum;
   const calib::FitReport rep = calib::fit_profile(rows, profile.hw);
@@ -51,7 +64,9 @@ int cmd_fit(const Args& args) {
   profile.hw.coefficients_precision = rows.front().workload.train.precision;
   profile.hw.expected_time_error = std::max(0.05, 2 * rep.time_rms_rel);
   profile.hw.expected_memory_error = std::max(0.02, 2 * rep.reserved_rms_rel);
-  profile.origin_source = "lorasim fit --measurements " + measurements;
+  std::string command = "lorasim fit";
+  for (const std::string& f : files) command += " --measurements " + f;
+  profile.origin_source = command;
   profile.calibration = {};
   profile.calibration.set("measurements", measurements);
   profile.calibration.set("rows", static_cast<int64_t>(rows.size()));

@@ -8,9 +8,10 @@
 # x gradient checkpointing off/on, at one B of {8, 32, 128} each; how it is sampled to fit the
 # budget is in grid.py's docstring (`grid.py --dry-run` prints the plan).
 # Budget: BUDGET_S (default 510) seconds from the start, after which no new workload starts;
-# the build (~35 s) and calibration (~80 s) are inside it. The whole grid needs about two
-# such calls on an H200 (the device tool allows 10 minutes a command): RESUME=1 with the same
-# $WORK keeps the profile and the measured workloads and runs the rest. PROFILE=path skips
+# the build (~35 s) and calibration (~90 s) are inside it. On an H200 the whole benchmark
+# took 488 s and 481 s (bench/results/h200/accuracy-run3, -run4). Should a slower machine cut
+# it, RESUME=1 with the same $WORK keeps the profile and the measured workloads and runs the
+# rest. PROFILE=path skips
 # the calibration and validates that profile; GRID_ARGS passes options to grid.py (e.g.
 # "--rotation 1": every workload at another effective batch).
 set -uo pipefail

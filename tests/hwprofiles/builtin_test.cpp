@@ -55,6 +55,7 @@ TEST(BuiltinProfileTest, H200IsCalibratedOnAnH200) {
   EXPECT_TRUE(p.hw.calibrated);
   ASSERT_NE(p.calibration.find("device"), nullptr);
   EXPECT_EQ(std::get<std::string>(*p.calibration.find("device")), "NVIDIA H200");
+  ASSERT_NE(p.calibration.find("reference_model"), nullptr);
   EXPECT_EQ(std::get<std::string>(*p.calibration.find("reference_model")), "qwen3-1.7b");
 }
 
