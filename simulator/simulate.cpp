@@ -110,6 +110,12 @@ Result simulate(const Request& r) {
                         model::precision_name(r.hardware.coefficients_precision) + "; " +
                         model::precision_name(r.workload.train.precision) +
                         " times are scaled by the datasheet peak ratio");
+  // Host dispatch speed is the least repeatable part of a step (bench/results/h200/README.md):
+  // say so where the recommendation rests on it.
+  if (out.recommended && out.splits[*out.recommended].host_bound && r.hardware.overlap == model::Overlap::max)
+    out.notes.push_back("the recommended split is host-bound (the CPU's operator dispatch sets its pace): "
+                        "such times follow the CPU's speed, which drifted by up to 60% between runs minutes "
+                        "apart on one H200 cloud machine, while device-bound times held within 5%");
   if (!out.recommended)
     out.notes.push_back("no split fits in " + std::to_string(static_cast<int64_t>(out.usable_memory_bytes / (1 << 20))) +
                         " MiB usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "

@@ -88,6 +88,24 @@ TEST(SimulateTest, RunTimeAndThroughputFollowStepTime) {
   }
 }
 
+TEST(SimulateTest, AHostBoundRecommendationSaysItsTimeIsLessRepeatable) {
+  auto host_note = [](const sim::Result& res) {
+    for (const auto& n : res.notes)
+      if (n.find("host-bound") != std::string::npos) return true;
+    return false;
+  };
+  sim::Request r = request(1, 128);  // one short sequence on a 28-layer model: dispatch-bound
+  sim::Result res = sim::simulate(r);
+  ASSERT_TRUE(res.recommended.has_value());
+  ASSERT_TRUE(res.splits[*res.recommended].host_bound);
+  EXPECT_TRUE(host_note(res));
+  r = request(16, 4096);  // 64k tokens a step: the GPU sets the pace
+  res = sim::simulate(r);
+  ASSERT_TRUE(res.recommended.has_value());
+  ASSERT_FALSE(res.splits[*res.recommended].host_bound);
+  EXPECT_FALSE(host_note(res));
+}
+
 TEST(SimulateTest, PriorProfileIsFlagged) {
   sim::Request r = request(4);
   r.hardware.calibrated = false;
