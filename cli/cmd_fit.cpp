@@ -51,11 +51,12 @@ int cmd_fit(const Args& args) {
   check_writable("--out", out);
   // Every file is read (and any error reported) before anything is written.
   std::vector<calib::Measurement> rows;
-  std::string measurements;
+  std::string measurements, command = "lorasim fit";
   for (const std::string& f : files) {
     const std::vector<calib::Measurement> part = calib::load_measurements(f);
     rows.insert(rows.end(), part.begin(), part.end());
     measurements += (measurements.empty() ? "" : " ") + f;
+    command += " --measurements " + f;
   }
   hw::Profile profile = select_profile(ha);
   profile.hw.overlap = overlap == "max" ? model::Overlap::max : model::Overlap::sum;
@@ -64,8 +65,6 @@ int cmd_fit(const Args& args) {
   profile.hw.coefficients_precision = rows.front().workload.train.precision;
   profile.hw.expected_time_error = std::max(0.05, 2 * rep.time_rms_rel);
   profile.hw.expected_memory_error = std::max(0.02, 2 * rep.reserved_rms_rel);
-  std::string command = "lorasim fit";
-  for (const std::string& f : files) command += " --measurements " + f;
   profile.origin_source = command;
   profile.calibration = {};
   profile.calibration.set("measurements", measurements);
