@@ -73,8 +73,9 @@ struct CalibrationResult {
 };
 
 /// Runs the plan on the device and fits `base` (datasheet figures kept, coefficients
-/// replaced). `should_stop` is polled between runs (an interrupt): when it returns true the
-/// calibration throws CalibrationError saying how far it got, writing nothing.
+/// replaced). `should_stop` is polled between runs and between the micro-batches of a run
+/// (an interrupt): when it returns true the calibration throws CalibrationError saying how
+/// far it got, writing nothing. Throws InputError for a depth beyond the reference model's.
 CalibrationResult run_calibration(const CalibrationOptions& opt, const model::HardwareModel& base,
                                   const ProgressCallback& progress,
                                   const std::function<bool()>& should_stop = {});

@@ -85,6 +85,7 @@ DeviceInfo describe_cuda(const std::string& asked, int64_t index) {
   if (cudaGetDeviceProperties(&prop, static_cast<int>(index)) == cudaSuccess) {
     d.name = prop.name;
     d.total_memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+    d.bf16_supported = prop.major >= 8;  // Ampere; a T4 (7.5) emulates bf16
   }
   int v = 0;
   if (cudaDriverGetVersion(&v) == cudaSuccess) d.driver_version = cuda_version_string(v);

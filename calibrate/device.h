@@ -13,6 +13,7 @@ struct DeviceInfo {
   bool is_cuda = false;             ///< spec names a CUDA device
   std::string name;                 ///< GPU name, or the CPU's "model name"
   int64_t total_memory_bytes = 0;   ///< device memory, or physical RAM on the CPU
+  bool bf16_supported = false;      ///< native bf16 (CUDA compute capability 8.0 or newer)
   std::string driver_version;       ///< CUDA version the driver supports ("13.0"); "" on CPU
   std::string cuda_version;         ///< CUDA runtime LibTorch was built with ("13.0"); "" on CPU
   std::string torch_version;        ///< LibTorch version ("2.11.0")

@@ -19,17 +19,21 @@
 
 #include "calibrate/lora_decoder.h"
 #include "calibrate/memory_meter.h"
+#include "calibrate/precision.h"
+#include "calibrate/step_timer.h"
 #include "model/error.h"
 
 namespace lorasim::calib {
 
 namespace {
 
+#ifdef LORASIM_TORCH_CUDA
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+#endif
 
 double median(std::vector<double> v) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
@@ -38,9 +42,7 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-torch::ScalarType compute_dtype(const DeviceInfo& device, model::Precision p) {
-  // CPUs lack fast bf16/fp16 kernels, and CPU runs exist for tests and demos: fp32 there.
-  if (!device.is_cuda) return torch::kFloat32;
+torch::ScalarType scalar_type(model::Precision p) {
   switch (p) {
     case model::Precision::bf16: return torch::kBFloat16;
     case model::Precision::fp16: return torch::kHalf;
@@ -54,8 +56,9 @@ bool is_out_of_memory(const std::string& message) {
          message.find("OutOfMemory") != std::string::npos;
 }
 
-// A run may change only the sequence length: everything else shapes the model.
-void check_same_model(const model::Workload& built, const model::Workload& asked) {
+// A run may change only the sequence length: everything else shapes the model. `built` holds
+// the precision the trainer runs, `asked` may hold the one it was asked for.
+void check_same_model(const model::Workload& built, const model::Workload& asked, const DeviceInfo& device) {
   const auto& a = built.arch;
   const auto& b = asked.arch;
   const bool same_arch = a.hidden_size == b.hidden_size && a.intermediate_size == b.intermediate_size &&
@@ -66,7 +69,7 @@ void check_same_model(const model::Workload& built, const model::Workload& asked
                          a.rope_theta == b.rope_theta && a.rms_norm_eps == b.rms_norm_eps;
   const bool same_lora = built.lora.rank == asked.lora.rank && built.lora.alpha == asked.lora.alpha &&
                          built.lora.targets == asked.lora.targets;
-  const bool same_train = built.train.precision == asked.train.precision &&
+  const bool same_train = built.train.precision == resolve_precision(asked.train.precision, device).precision &&
                           built.train.grad_ckpt == asked.train.grad_ckpt;
   if (!same_arch || !same_lora || !same_train)
     throw InputError("a calibration run must use the trainer's model ('" + a.name + "', " +
@@ -79,13 +82,6 @@ struct LimitGuard {
   MemoryMeter& meter;
   LimitGuard(MemoryMeter& m, int64_t bytes) : meter(m) { meter.set_limit(bytes); }
   ~LimitGuard() { meter.set_limit(0); }
-};
-
-struct StepTiming {
-  double step_s = 0;
-  std::vector<double> micro_batch_s;  // CPU: each micro-batch; CUDA: one mean over the step
-  double optimizer_s = 0;
-  double loss = 0;
 };
 
 }  // namespace
@@ -104,11 +100,11 @@ struct Trainer::Impl {
   std::vector<torch::Tensor> base_copy;
   double sleep_cycles_per_s = 0;  // CUDA: rate of at::cuda::sleep, measured once
 
-  Impl(const model::Workload& w, const std::string& device_spec, uint64_t seed)
+  Impl(const model::Workload& w, DeviceInfo device_info, uint64_t seed)
       : workload(w),
-        info(resolve_device(device_spec)),
+        info(std::move(device_info)),
         device(info.spec),
-        dtype(compute_dtype(info, w.train.precision)),
+        dtype(scalar_type(workload.train.precision)),
         data_rng(seed ^ 0x9e3779b97f4a7c15ULL) {
 #ifdef LORASIM_TORCH_CUDA
     // Expandable segments map memory in pages instead of caching whole blocks, so reserved
@@ -162,45 +158,43 @@ struct Trainer::Impl {
     clear_gradients();
   }
 
+  // After a step that did not finish: every activation died with the stack; what is left is
+  // gradients and the allocator's cache.
+  void release_step() {
+    clear_gradients();
+    synchronize();
+    memory->release_cache();
+  }
+
   void synchronize() {
 #ifdef LORASIM_TORCH_CUDA
     if (info.is_cuda) torch::cuda::synchronize(device.index());
 #endif
   }
 
-  StepTiming train_step(int64_t b, int64_t a, int64_t s) {
-    std::vector<torch::Tensor> batches;
+  // Polled before every micro-batch, so an interrupt waits for one micro-batch at most.
+  void check_stop(const RunSpec& spec) const {
+    if (spec.should_stop && spec.should_stop()) throw RunInterrupted("training run interrupted");
+  }
+
+  // One optimizer step as HF's Trainer runs it: `a` micro-batches of forward, loss / a and
+  // backward, the gradients accumulating in .grad, then AdamW and zero_grad. No host sync
+  // inside the step; the timer marks its phases.
+  StepTiming train_step(const RunSpec& spec, int64_t b, int64_t a, int64_t s) {
+    std::vector<torch::Tensor> batches;  // a x (b, s), drawn before the clock starts
     for (int64_t i = 0; i < a; ++i) batches.push_back(make_batch(b, s, data_rng));
     auto loss_sum = torch::zeros({}, torch::TensorOptions().device(device).dtype(torch::kFloat32));
-    StepTiming t;
-    if (info.is_cuda) {
-#ifdef LORASIM_TORCH_CUDA
-      // Events time the GPU's view: a step ends when its last kernel ends. The micro-batches
-      // run back to back without a sync, so their mean is the steady-state time max(H, G).
-      synchronize();
-      at::cuda::CUDAEvent start(cudaEventDefault), backward_done(cudaEventDefault), end(cudaEventDefault);
-      start.record();
-      for (const auto& ids : batches) loss_sum += micro_batch(ids, a);
-      backward_done.record();
-      optimizer_step();
-      end.record();
-      end.synchronize();
-      t.step_s = start.elapsed_time(end) / 1e3;
-      t.micro_batch_s.push_back(start.elapsed_time(backward_done) / 1e3 / static_cast<double>(a));
-      t.optimizer_s = backward_done.elapsed_time(end) / 1e3;
-#endif
-    } else {
-      const auto step_start = Clock::now();
-      for (const auto& ids : batches) {
-        const auto t0 = Clock::now();
-        loss_sum += micro_batch(ids, a);
-        t.micro_batch_s.push_back(seconds_since(t0));
-      }
-      const auto t0 = Clock::now();
-      optimizer_step();
-      t.optimizer_s = seconds_since(t0);
-      t.step_s = seconds_since(step_start);
+    StepTimer timer(info.is_cuda, device.has_index() ? device.index() : 0);
+    timer.start();
+    for (const auto& ids : batches) {
+      check_stop(spec);
+      loss_sum += micro_batch(ids, a);
+      timer.micro_batch_done();
     }
+    timer.micro_batches_done();
+    optimizer_step();
+    timer.step_done();
+    StepTiming t = timer.timing(a);
     t.loss = loss_sum.item<double>();
     return t;
   }
@@ -225,12 +219,13 @@ struct Trainer::Impl {
   // Host dispatch vs device execution of one micro-batch. The GPU is kept busy by a sleep
   // kernel while the host enqueues the whole micro-batch, so the host time is pure dispatch
   // and the events (e0 completes when the sleep ends) bracket pure GPU execution.
-  void measure_host_device(int64_t b, int64_t a, int64_t s, int repeats, RunResult& r) {
+  void measure_host_device(const RunSpec& spec, int64_t b, int64_t a, int64_t s, int repeats, RunResult& r) {
 #ifdef LORASIM_TORCH_CUDA
     const double rate = sleep_rate();
     double expected_host_s = std::max(r.micro_batch_time_s, 1e-3);  // wall >= host
     std::vector<double> host, dev;
     for (int rep = 0; rep < repeats; ++rep) {
+      check_stop(spec);
       const auto ids = make_batch(b, s, data_rng);
       bool measured = false;
       for (int attempt = 0; attempt < 2 && !measured; ++attempt) {
@@ -260,12 +255,12 @@ struct Trainer::Impl {
     r.host_time_s = median(host);
     r.device_time_s = median(dev);
 #else
-    (void)b, (void)a, (void)s, (void)repeats, (void)r;
+    (void)spec, (void)b, (void)a, (void)s, (void)repeats, (void)r;
 #endif
   }
 
   RunResult run(const RunSpec& spec) {
-    check_same_model(workload, spec.workload);
+    check_same_model(workload, spec.workload, info);
     spec.workload.validate();
     if (spec.micro_batch < 1 || spec.accumulation < 1)
       throw InputError("micro-batch and accumulation must be at least 1, got " +
@@ -280,6 +275,7 @@ struct Trainer::Impl {
     r.accumulation = a;
     r.seq_len = s;
     r.num_layers = workload.arch.num_layers;
+    r.precision = workload.train.precision;
 #ifdef LORASIM_TORCH_CUDA
     std::unique_ptr<c10::cuda::CUDAGuard> guard;
     if (info.is_cuda) guard = std::make_unique<c10::cuda::CUDAGuard>(device.index());
@@ -295,10 +291,10 @@ struct Trainer::Impl {
       synchronize();
       memory->release_cache();
       memory->reset_peak();
-      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(b, a, s).loss);
+      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(spec, b, a, s).loss);
       std::vector<double> step_s, micro_s, opt_s;
       for (int i = 0; i < spec.measure_steps; ++i) {
-        const StepTiming t = train_step(b, a, s);
+        const StepTiming t = train_step(spec, b, a, s);
         step_s.push_back(t.step_s);
         micro_s.insert(micro_s.end(), t.micro_batch_s.begin(), t.micro_batch_s.end());
         opt_s.push_back(t.optimizer_s);
@@ -312,7 +308,7 @@ struct Trainer::Impl {
       if (!info.is_cuda)
         r.device_time_s = r.micro_batch_time_s;  // one thread does both: no split to measure
       else if (spec.split_host_device)
-        measure_host_device(b, a, s, std::max(5, spec.measure_steps), r);  // host time is noisy
+        measure_host_device(spec, b, a, s, std::max(5, spec.measure_steps), r);  // host time is noisy
     } catch (const c10::Error& e) {
       if (!is_out_of_memory(e.what()) && dynamic_cast<const c10::OutOfMemoryError*>(&e) == nullptr)
         throw CalibrationError(std::string("training step failed on ") + info.spec + ": " +
@@ -320,12 +316,12 @@ struct Trainer::Impl {
       oom_message = e.what_without_backtrace();
     } catch (const std::bad_alloc&) {
       oom_message = "host out of memory (std::bad_alloc)";
+    } catch (const RunInterrupted&) {
+      release_step();  // the trainer stays usable
+      throw;
     }
     if (!oom_message.empty()) {
-      // Every activation died with the stack; what is left is gradients and the cache.
-      clear_gradients();
-      synchronize();
-      memory->release_cache();
+      release_step();
       r.oom = true;
       r.error = oom_message.substr(0, oom_message.find('\n'));
     }
@@ -335,8 +331,11 @@ struct Trainer::Impl {
 
 Trainer::Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed) {
   w.validate();
+  DeviceInfo device = resolve_device(device_spec);
+  model::Workload run = w;
+  run.train.precision = resolve_precision(w.train.precision, device).precision;
   try {
-    impl_ = std::make_unique<Impl>(w, device_spec, seed);
+    impl_ = std::make_unique<Impl>(run, std::move(device), seed);
   } catch (const c10::Error& e) {
     throw CalibrationError("cannot build the calibration model of '" + w.arch.name + "' on " +
                            device_spec + ": " + e.what_without_backtrace());

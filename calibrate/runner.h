@@ -4,15 +4,23 @@
 // No torch types here: the CLI includes this without LibTorch's headers.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "calibrate/device.h"
+#include "model/error.h"
 #include "model/workload.h"
 
 namespace lorasim::calib {
+
+/// A run stopped by RunSpec::should_stop; the trainer stays usable.
+class RunInterrupted : public CalibrationError {
+ public:
+  using CalibrationError::CalibrationError;
+};
 
 struct RunSpec {
   model::Workload workload;          ///< arch may be truncated (model::truncated)
@@ -25,10 +33,14 @@ struct RunSpec {
   /// sleep kernel). Opt-in: on a deep model the launch queue fills and the measurement is
   /// given up after costing about ten micro-batches.
   bool split_host_device = false;
+  /// Polled before every micro-batch (warm-up included): when it returns true the run stops
+  /// and throws RunInterrupted. An interrupt then waits for one micro-batch at most.
+  std::function<bool()> should_stop;
 };
 
 struct RunResult {
   int64_t micro_batch = 0, accumulation = 0, seq_len = 0, num_layers = 0;
+  model::Precision precision = model::Precision::fp32;  ///< what the run trained in (see resolve_precision)
   bool oom = false;                  ///< out of memory: recorded, memory released, caller goes on
   std::string error;                 ///< the out-of-memory message when oom
   double step_time_s = 0;            ///< median full optimizer step (a micro-batches + AdamW + zero_grad)
@@ -46,7 +58,9 @@ struct RunResult {
 class Trainer {
  public:
   /// Builds the model of `w` with random frozen weights (seeded) on the device named by
-  /// `device_spec` (see resolve_device). Throws InputError for a bad workload or device.
+  /// `device_spec` (see resolve_device), in the precision resolve_precision gives for `w`'s
+  /// on that device (workload() and every RunResult say which). Throws InputError for a bad
+  /// workload or device.
   Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed = 0);
   ~Trainer();
   Trainer(const Trainer&) = delete;

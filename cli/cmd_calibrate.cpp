@@ -11,6 +11,7 @@
 
 #include "calibrate/calibration.h"
 #include "calibrate/measurement_io.h"
+#include "calibrate/precision.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/device_profile.h"
@@ -105,7 +106,7 @@ int cmd_calibrate(const Args& args) {
   opt.device = dev.spec;
   opt.reference.arch = model::preset(model.empty() ? (dev.is_cuda ? "qwen3-1.7b" : "tiny") : model);
   opt.reference.lora.rank = parse_int("--lora-rank", lora_rank, 1);
-  opt.reference.train.precision = dev.is_cuda ? model::parse_precision(precision) : model::Precision::fp32;
+  opt.reference.train.precision = calib::resolve_precision(precision, dev).precision;
   opt.reference.validate();
   if (!depths.empty()) opt.depths = parse_list("--depths", depths);
   if (!seqs.empty()) opt.seq_lens = parse_list("--seq-lens", seqs);

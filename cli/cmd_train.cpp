@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/measurement.h"
+#include "calibrate/precision.h"
 #include "calibrate/runner.h"
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -38,10 +39,13 @@ int cmd_train(const Args& args) {
     return kOk;
   }
   const Format fmt = parse_format(format);
+  if (fmt == Format::csv) throw InputError("--format: train prints table or json, not csv");
   const calib::DeviceInfo dev = calib::resolve_device(device);
+  const calib::PrecisionChoice precision = calib::resolve_precision(wa.precision, dev);
   calib::RunSpec spec;
-  spec.workload = build_workload(wa, dev.is_cuda);
-  if (!dev.is_cuda) spec.workload.train.precision = model::Precision::fp32;  // the CPU runner trains in fp32
+  spec.workload = build_workload(wa, dev.bf16_supported);
+  spec.workload.train.precision = precision.precision;
+  if (!precision.note.empty()) std::cerr << "note: " << precision.note << "\n";
   spec.micro_batch = parse_int("--micro-batch", micro, 1);
   spec.accumulation = parse_int("--accum", accum, 1);
   spec.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));

@@ -8,6 +8,7 @@
 #include "calibrate/measurement.h"
 #include "calibrate/measurement_io.h"
 #ifdef LORASIM_WITH_CALIBRATE
+#include "calibrate/precision.h"
 #include "calibrate/runner.h"
 #include "cli/device_profile.h"
 #endif
@@ -105,8 +106,8 @@ int cmd_validate(const Args& args) {
 
   sim::Request req;
   req.hardware = profile.hw;
-  req.workload = build_workload(wa, profile.hw.bf16_supported && dev.is_cuda);
-  if (!dev.is_cuda) req.workload.train.precision = model::Precision::fp32;
+  req.workload = build_workload(wa, dev.bf16_supported);
+  req.workload.train.precision = calib::resolve_precision(wa.precision, dev).precision;
   req.effective_batch = parse_int("--effective-batch", effective_batch, 1);
   if (!memory_limit.empty()) req.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
   req.safety_margin = parse_real("--safety-margin", margin, 0, 0.9);

@@ -100,5 +100,20 @@ TEST(CalibrationPlan, CpuPlanHasNoProbeByDefault) {
   for (const PlannedRun& p : default_plan(reference("tiny"), false)) EXPECT_TRUE(p.model.empty());
 }
 
+TEST(CalibrationPlan, DepthBeyondTheModelIsRefusedNamingItsLayerCount) {
+  CalibrationOptions opt = reference("tiny");  // 2 layers
+  opt.depths = {1, 99};
+  try {
+    default_plan(opt, false);
+    FAIL() << "depth 99 of a 2-layer model was accepted";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("99"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("2 layers"), std::string::npos) << msg;
+  }
+  opt.depths = {2};
+  EXPECT_FALSE(default_plan(opt, false).empty());
+}
+
 }  // namespace
 }  // namespace lorasim::calib

@@ -152,5 +152,20 @@ TEST(TrainerTest, RunWithAnotherModelThrowsInputError) {
   EXPECT_FALSE(trainer.run(spec_for(longer, 1, 1)).oom);
 }
 
+TEST(TrainerTest, StopRequestEndsTheRunBeforeTheNextMicroBatch) {
+  const auto w = tiny_workload(16);
+  Trainer trainer(w, "cpu", 10);
+  RunSpec s = spec_for(w, 1, 4);  // 1 warm-up + 3 measured steps of 4 micro-batches: 16 in all
+  s.measure_steps = 3;
+  int polls = 0;
+  s.should_stop = [&] { return ++polls == 6; };  // the second micro-batch of the second step
+  EXPECT_THROW(trainer.run(s), RunInterrupted);
+  EXPECT_EQ(polls, 6) << "micro-batches ran after the stop was asked";
+  s.should_stop = {};
+  const RunResult r = trainer.run(s);  // the trainer stays usable
+  EXPECT_FALSE(r.oom) << r.error;
+  EXPECT_EQ(r.losses.size(), 4u);
+}
+
 }  // namespace
 }  // namespace lorasim::calib
