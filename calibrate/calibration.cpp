@@ -9,6 +9,7 @@
 #include <memory>
 #include <tuple>
 
+#include "calibrate/convert.h"
 #include "calibrate/runner.h"
 #include "model/architecture.h"
 #include "model/error.h"
@@ -128,27 +129,6 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
   }
   return plan;
 }
-
-namespace {
-
-Measurement to_measurement(const model::Workload& w, const RunResult& r) {
-  Measurement m;
-  m.workload = w;
-  m.micro_batch = r.micro_batch;
-  m.accumulation = r.accumulation;
-  m.oom = r.oom;
-  if (r.oom) return m;
-  m.step_time_s = r.step_time_s;
-  m.micro_batch_time_s = r.micro_batch_time_s;
-  m.host_time_s = r.host_time_s;
-  m.device_time_s = r.device_time_s;
-  m.optimizer_time_s = r.optimizer_time_s;
-  m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
-  m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
-  return m;
-}
-
-}  // namespace
 
 CalibrationResult run_calibration(const CalibrationOptions& opt, const model::HardwareModel& base,
                                   const ProgressCallback& progress, const std::function<bool()>& should_stop) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "calibrate/calibration.h"
+#include "calibrate/convert.h"
 #include "calibrate/measurement_io.h"
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -17,6 +18,7 @@
 #include "cli/format.h"
 #include "cli/output_path.h"
 #include "model/error.h"
+#include "hwprofiles/match.h"
 #include "hwprofiles/profile.h"
 #include "model/architecture.h"
 
@@ -119,7 +121,7 @@ int cmd_calibrate(const Args& args) {
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
 
-  hw::Profile profile = base_profile_for(dev);
+  hw::Profile profile = hw::base_profile_for(identity_of(dev));
   std::cerr << "calibrating " << dev.name << " (" << dev.spec << ") with " << opt.reference.arch.name
             << ", budget " << opt.time_budget_s << " s\n";
   std::optional<InterruptGuard> interrupts(std::in_place);
@@ -146,10 +148,7 @@ int cmd_calibrate(const Args& args) {
   profile.hw = res.fit.hardware;
   profile.hw.calibrated = true;
   profile.hw.coefficients_precision = opt.reference.train.precision;
-  // What a user should expect: twice the fit's RMS residual, with floors, until `validate`
-  // says otherwise.
-  profile.hw.expected_time_error = std::max(0.05, 2 * res.fit.time_rms_rel);
-  profile.hw.expected_memory_error = std::max(0.02, 2 * res.fit.reserved_rms_rel);
+  calib::set_expected_errors(profile.hw, res.fit);
   profile.origin_source = "lorasim calibrate";
   // A fresh record: the base profile's own calibration (a built-in's date, refit command,
   // ...) describes other runs.
