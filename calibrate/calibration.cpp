@@ -24,8 +24,8 @@ std::string PlannedRun::label() const {
 
 namespace {
 // A probe option's preset: "none", "auto" (`cuda_default` on CUDA, none on the CPU) or a
-// preset name; "" when there is no probe. `flag` names the option in errors.
-std::string probe_name(const std::string& requested, const char* cuda_default, const char* flag,
+// preset name; "" when there is no probe. `probe` names it in errors ("wide").
+std::string probe_name(const std::string& requested, const char* cuda_default, const char* probe,
                        const CalibrationOptions& opt, bool is_cuda) {
   if (requested == "none") return "";
   const std::string name = requested == "auto" ? (is_cuda ? cuda_default : "") : requested;
@@ -35,18 +35,18 @@ std::string probe_name(const std::string& requested, const char* cuda_default, c
     if (a.name == name) return name;
     names.push_back(a.name);
   }
-  std::string msg = std::string(flag) + ": unknown model '" + name + "'";
+  std::string msg = "unknown model '" + name + "' for the " + probe + " probe";
   if (const std::string near = nearest_name(name, names); !near.empty()) msg += ", did you mean '" + near + "'?";
   throw InputError(msg + " (a preset from `lorasim models`, or none)");
 }
 }  // namespace
 
 std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda) {
-  return probe_name(opt.wide_model, "qwen3-8b", "--wide-model", opt, is_cuda);
+  return probe_name(opt.wide_model, "qwen3-8b", "wide", opt, is_cuda);
 }
 
 std::string narrow_model_name(const CalibrationOptions& opt, bool is_cuda) {
-  return probe_name(opt.narrow_model, "qwen2.5-0.5b", "--narrow-model", opt, is_cuda);
+  return probe_name(opt.narrow_model, "qwen2.5-0.5b", "narrow", opt, is_cuda);
 }
 
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda) {

@@ -51,6 +51,17 @@ std::vector<int64_t> parse_list(const std::string& flag, const std::string& text
   return out;
 }
 
+// Runs `f`, naming `flag` in the library's error: the library names the concept, the
+// command line knows which flag set it.
+template <class F>
+void with_flag(const std::string& flag, F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    throw InputError(flag + ": " + e.what());
+  }
+}
+
 std::string today() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -115,8 +126,9 @@ int cmd_calibrate(const Args& args) {
   opt.deep_depth = parse_int("--deep-depth", deep_depth, -1);
   opt.wide_model = wide_model;
   opt.narrow_model = narrow_model;
-  calib::wide_model_name(opt, dev.is_cuda);  // an unknown preset fails here, before any training
-  calib::narrow_model_name(opt, dev.is_cuda);
+  // An unknown preset fails here, before any training.
+  with_flag("--wide-model", [&] { calib::wide_model_name(opt, dev.is_cuda); });
+  with_flag("--narrow-model", [&] { calib::narrow_model_name(opt, dev.is_cuda); });
   opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
