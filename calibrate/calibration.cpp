@@ -9,6 +9,7 @@
 #include <memory>
 #include <tuple>
 
+#include "calibrate/convert.h"
 #include "calibrate/runner.h"
 #include "model/architecture.h"
 #include "model/error.h"
@@ -23,8 +24,8 @@ std::string PlannedRun::label() const {
 
 namespace {
 // A probe option's preset: "none", "auto" (`cuda_default` on CUDA, none on the CPU) or a
-// preset name; "" when there is no probe. `flag` names the option in errors.
-std::string probe_name(const std::string& requested, const char* cuda_default, const char* flag,
+// preset name; "" when there is no probe. `probe` names it in errors ("wide").
+std::string probe_name(const std::string& requested, const char* cuda_default, const char* probe,
                        const CalibrationOptions& opt, bool is_cuda) {
   if (requested == "none") return "";
   const std::string name = requested == "auto" ? (is_cuda ? cuda_default : "") : requested;
@@ -34,18 +35,18 @@ std::string probe_name(const std::string& requested, const char* cuda_default, c
     if (a.name == name) return name;
     names.push_back(a.name);
   }
-  std::string msg = std::string(flag) + ": unknown model '" + name + "'";
+  std::string msg = "unknown model '" + name + "' for the " + probe + " probe";
   if (const std::string near = nearest_name(name, names); !near.empty()) msg += ", did you mean '" + near + "'?";
   throw InputError(msg + " (a preset from `lorasim models`, or none)");
 }
 }  // namespace
 
 std::string wide_model_name(const CalibrationOptions& opt, bool is_cuda) {
-  return probe_name(opt.wide_model, "qwen3-8b", "--wide-model", opt, is_cuda);
+  return probe_name(opt.wide_model, "qwen3-8b", "wide", opt, is_cuda);
 }
 
 std::string narrow_model_name(const CalibrationOptions& opt, bool is_cuda) {
-  return probe_name(opt.narrow_model, "qwen2.5-0.5b", "--narrow-model", opt, is_cuda);
+  return probe_name(opt.narrow_model, "qwen2.5-0.5b", "narrow", opt, is_cuda);
 }
 
 std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda) {
@@ -54,18 +55,11 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
   // On CUDA the depths stay small enough that one micro-batch's kernels fit in the launch
   // queue (about a thousand entries): the host/device split measurement needs the host to
   // enqueue a whole micro-batch while the GPU sleeps.
-  if (depths.empty()) {
-    depths = is_cuda ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{1, 2};
-    for (int64_t& d : depths) d = std::min(d, full);  // a shallower reference: its own depth
-  }
+  if (depths.empty()) depths = is_cuda ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{1, 2};
   std::vector<int64_t> seqs = opt.seq_lens;
   if (seqs.empty()) seqs = is_cuda ? std::vector<int64_t>{256, 1024, 4096} : std::vector<int64_t>{32, 128};
   const int64_t max_tokens = opt.max_tokens > 0 ? opt.max_tokens : (is_cuda ? 16384 : 1024);
-  for (int64_t d : depths)
-    if (d > full)
-      throw InputError("calibration depth " + std::to_string(d) + " is deeper than '" + opt.reference.arch.name +
-                       "', which has " + std::to_string(full) + " layers: choose depths from 1 to " +
-                       std::to_string(full));
+  for (int64_t& d : depths) d = std::min(d, full);
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
 
@@ -136,28 +130,6 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
   return plan;
 }
 
-namespace {
-
-Measurement to_measurement(const model::Workload& w, const RunResult& r) {
-  Measurement m;
-  m.workload = w;
-  m.workload.train.precision = r.precision;  // what ran, which the CPU may have changed
-  m.micro_batch = r.micro_batch;
-  m.accumulation = r.accumulation;
-  m.oom = r.oom;
-  if (r.oom) return m;
-  m.step_time_s = r.step_time_s;
-  m.micro_batch_time_s = r.micro_batch_time_s;
-  m.host_time_s = r.host_time_s;
-  m.device_time_s = r.device_time_s;
-  m.optimizer_time_s = r.optimizer_time_s;
-  m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
-  m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
-  return m;
-}
-
-}  // namespace
-
 CalibrationResult run_calibration(const CalibrationOptions& opt, const model::HardwareModel& base,
                                   const ProgressCallback& progress, const std::function<bool()>& should_stop) {
   using clock = std::chrono::steady_clock;
@@ -180,11 +152,6 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
 
   size_t done = 0;
   double last_run_s = 0;
-  auto interrupted = [&] {
-    return CalibrationError("calibration interrupted after " + std::to_string(res.measurements.size()) + " of " +
-                            std::to_string(res.plan.size()) + " runs (" + std::to_string(static_cast<int>(elapsed())) +
-                            " s); no profile was written");
-  };
   for (const Key& key : order) {
     model::Workload w = opt.reference;
     const std::string& name = std::get<0>(key);
@@ -194,7 +161,10 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
     std::unique_ptr<Trainer> trainer;
     std::map<int64_t, int64_t> oom_at;  // seq_len -> smallest micro-batch that ran out of memory
     for (const PlannedRun* p : groups[key]) {
-      if (should_stop && should_stop()) throw interrupted();
+      if (should_stop && should_stop())
+        throw CalibrationError("calibration interrupted after " + std::to_string(res.measurements.size()) + " of " +
+                               std::to_string(res.plan.size()) + " runs (" + std::to_string(static_cast<int>(elapsed())) +
+                               " s); no profile was written");
       CalibrationProgress ev;
       ev.total = res.plan.size();
       ev.label = p->label();
@@ -219,13 +189,7 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
       spec.measure_steps = opt.measure_steps;
       spec.memory_limit_bytes = opt.memory_limit_bytes;
       spec.split_host_device = p->split;
-      spec.should_stop = should_stop;
-      RunResult r;
-      try {
-        r = trainer->run(spec);
-      } catch (const RunInterrupted&) {
-        throw interrupted();
-      }
+      const RunResult r = trainer->run(spec);
       if (r.oom) oom_at[p->seq_len] = std::min(oom_at.count(p->seq_len) ? oom_at[p->seq_len] : INT64_MAX, p->micro_batch);
       res.measurements.push_back(to_measurement(spec.workload, r));
       last_run_s = elapsed() - run_start;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "model/error.h"
 
 namespace lorasim::calib {
 namespace {
@@ -13,6 +16,28 @@ double rel(double predicted, double measured_v) {
 double ComparedSplit::step_time_error() const { return rel(predicted_step_time_s, measured_step_time_s); }
 double ComparedSplit::allocated_error() const { return rel(predicted_allocated_bytes, measured_allocated_bytes); }
 double ComparedSplit::reserved_error() const { return rel(predicted_reserved_bytes, measured_reserved_bytes); }
+
+ComparedSplit compare_split(const sim::Result& prediction, const Measurement& m) {
+  const sim::Split* p = nullptr;
+  for (const auto& s : prediction.splits)
+    if (s.micro_batch == m.micro_batch) p = &s;
+  if (!p)
+    throw InputError("split " + std::to_string(m.micro_batch) + "x" + std::to_string(m.accumulation) +
+                     " is not a split of the predicted effective batch");
+  ComparedSplit c;
+  c.micro_batch = m.micro_batch;
+  c.accumulation = m.accumulation;
+  c.predicted_step_time_s = p->step_time_s;
+  c.predicted_allocated_bytes = p->peak_allocated_bytes;
+  c.predicted_reserved_bytes = p->peak_reserved_bytes;
+  c.predicted_worst_reserved_bytes = p->worst_reserved_bytes;
+  c.predicted_fits = p->fits;
+  c.measured_oom = m.oom;
+  c.measured_step_time_s = m.step_time_s;
+  c.measured_allocated_bytes = m.peak_allocated_bytes;
+  c.measured_reserved_bytes = m.peak_reserved_bytes;
+  return c;
+}
 
 ComparisonSummary summarize(const std::vector<ComparedSplit>& s) {
   ComparisonSummary out;

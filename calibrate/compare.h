@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "calibrate/measurement.h"
+#include "simulator/simulate.h"
 
 namespace lorasim::calib {
 
@@ -42,6 +43,10 @@ struct ComparisonSummary {
   double regret = 0;                    ///< measured(recommended) / measured(fastest) - 1
   bool recommended_oom = false;         ///< the recommended split ran out of memory
 };
+
+/// The split of `prediction` that `measured` ran (same micro-batch), next to what it measured.
+/// Throws InputError when the prediction has no such split (another effective batch).
+ComparedSplit compare_split(const sim::Result& prediction, const Measurement& measured);
 
 ComparisonSummary summarize(const std::vector<ComparedSplit>& splits);
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "calibrate/calibration.h"
+#include "calibrate/convert.h"
 #include "calibrate/measurement_io.h"
 #include "calibrate/precision.h"
 #include "cli/args.h"
@@ -18,6 +19,7 @@
 #include "cli/format.h"
 #include "cli/output_path.h"
 #include "model/error.h"
+#include "hwprofiles/match.h"
 #include "hwprofiles/profile.h"
 #include "model/architecture.h"
 
@@ -48,6 +50,17 @@ std::vector<int64_t> parse_list(const std::string& flag, const std::string& text
   while (std::getline(ss, item, ',')) out.push_back(parse_int(flag, item, 1));
   if (out.empty()) throw InputError(flag + " needs a comma-separated list of positive numbers");
   return out;
+}
+
+// Runs `f`, naming `flag` in the library's error: the library names the concept, the
+// command line knows which flag set it.
+template <class F>
+void with_flag(const std::string& flag, F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    throw InputError(flag + ": " + e.what());
+  }
 }
 
 std::string today() {
@@ -114,13 +127,14 @@ int cmd_calibrate(const Args& args) {
   opt.deep_depth = parse_int("--deep-depth", deep_depth, -1);
   opt.wide_model = wide_model;
   opt.narrow_model = narrow_model;
-  calib::wide_model_name(opt, dev.is_cuda);  // an unknown preset fails here, before any training
-  calib::narrow_model_name(opt, dev.is_cuda);
+  // An unknown preset fails here, before any training.
+  with_flag("--wide-model", [&] { calib::wide_model_name(opt, dev.is_cuda); });
+  with_flag("--narrow-model", [&] { calib::narrow_model_name(opt, dev.is_cuda); });
   opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
 
-  hw::Profile profile = base_profile_for(dev);
+  hw::Profile profile = hw::base_profile_for(identity_of(dev));
   std::cerr << "calibrating " << dev.name << " (" << dev.spec << ") with " << opt.reference.arch.name
             << ", budget " << opt.time_budget_s << " s\n";
   std::optional<InterruptGuard> interrupts(std::in_place);
@@ -147,10 +161,7 @@ int cmd_calibrate(const Args& args) {
   profile.hw = res.fit.hardware;
   profile.hw.calibrated = true;
   profile.hw.coefficients_precision = opt.reference.train.precision;
-  // What a user should expect: twice the fit's RMS residual, with floors, until `validate`
-  // says otherwise.
-  profile.hw.expected_time_error = std::max(0.05, 2 * res.fit.time_rms_rel);
-  profile.hw.expected_memory_error = std::max(0.02, 2 * res.fit.reserved_rms_rel);
+  calib::set_expected_errors(profile.hw, res.fit);
   profile.origin_source = "lorasim calibrate";
   // A fresh record: the base profile's own calibration (a built-in's date, refit command,
   // ...) describes other runs.

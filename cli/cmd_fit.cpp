@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "calibrate/convert.h"
 #include "calibrate/fit.h"
 #include "calibrate/measurement_io.h"
 #include "cli/args.h"
@@ -63,8 +64,7 @@ int cmd_fit(const Args& args) {
   const calib::FitReport rep = calib::fit_profile(rows, profile.hw);
   profile.hw = rep.hardware;
   profile.hw.coefficients_precision = rows.front().workload.train.precision;
-  profile.hw.expected_time_error = std::max(0.05, 2 * rep.time_rms_rel);
-  profile.hw.expected_memory_error = std::max(0.02, 2 * rep.reserved_rms_rel);
+  calib::set_expected_errors(profile.hw, rep);
   profile.origin_source = command;
   profile.calibration = {};
   profile.calibration.set("measurements", measurements);

@@ -1,16 +1,12 @@
-// The datasheet side of a profile for the device calibrate/validate run on: the embedded
-// profile of the same GPU model when there is one, else figures read off the device.
+// The device a training command runs on, as hwprofiles/match.h describes devices.
 #pragma once
 #include "calibrate/device.h"
-#include "hwprofiles/profile.h"
+#include "hwprofiles/match.h"
 
 namespace lorasim::cli {
 
-/// The embedded profile matching `device` (by GPU model name and memory), or a generic one
-/// ("cpu" for the CPU: synchronous, fp32), with its datasheet figures and prior coefficients.
-hw::Profile base_profile_for(const calib::DeviceInfo& device);
-
-/// True when `profile` describes the same GPU model as `device` (names compared loosely).
-bool same_gpu_model(const hw::Profile& profile, const calib::DeviceInfo& device);
+inline hw::DeviceIdentity identity_of(const calib::DeviceInfo& device) {
+  return {device.name, device.is_cuda, device.total_memory_bytes};
+}
 
 }  // namespace lorasim::cli

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/compare.h"
+#include "calibrate/convert.h"
 #include "calibrate/measurement_io.h"
 #include "cli/describe.h"
 #include "cli/format.h"
@@ -14,13 +15,6 @@
 
 namespace lorasim::cli {
 namespace {
-
-std::string group_key(const calib::Measurement& m) {
-  const auto& w = m.workload;
-  return w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +
-         (w.train.grad_ckpt ? " ckpt" : "") + " r=" + std::to_string(w.lora.rank) + " " + w.lora.targets_string() +
-         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation);
-}
 
 nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -39,7 +33,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
   std::vector<std::string> order;
   std::map<std::string, std::vector<const calib::Measurement*>> groups;
   for (const auto& m : rows) {
-    const std::string k = group_key(m);
+    const std::string k = calib::workload_label(m);
     if (!groups.count(k)) order.push_back(k);
     groups[k].push_back(&m);
   }
@@ -60,21 +54,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     const sim::Result pred = sim::simulate(req);
     std::vector<calib::ComparedSplit> cs;
     for (const calib::Measurement* m : g) {
-      const sim::Split* p = nullptr;
-      for (const auto& s : pred.splits)
-        if (s.micro_batch == m->micro_batch) p = &s;
-      calib::ComparedSplit c;
-      c.micro_batch = m->micro_batch;
-      c.accumulation = m->accumulation;
-      c.predicted_step_time_s = p->step_time_s;
-      c.predicted_allocated_bytes = p->peak_allocated_bytes;
-      c.predicted_reserved_bytes = p->peak_reserved_bytes;
-      c.predicted_worst_reserved_bytes = p->worst_reserved_bytes;
-      c.predicted_fits = p->fits;
-      c.measured_oom = m->oom;
-      c.measured_step_time_s = m->step_time_s;
-      c.measured_allocated_bytes = m->peak_allocated_bytes;
-      c.measured_reserved_bytes = m->peak_reserved_bytes;
+      const calib::ComparedSplit c = calib::compare_split(pred, *m);
       cs.push_back(c);
       all.push_back(c);
       const bool ok = !c.measured_oom;

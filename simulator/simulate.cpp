@@ -26,13 +26,13 @@ namespace {
 
 void validate(const Request& r) {
   if (r.effective_batch < 1)
-    throw InputError("--effective-batch must be a positive number of sequences, got " +
+    throw InputError("effective batch must be a positive number of sequences, got " +
                      std::to_string(r.effective_batch));
-  if (r.steps < 1) throw InputError("--steps must be at least 1, got " + std::to_string(r.steps));
+  if (r.steps < 1) throw InputError("steps must be at least 1, got " + std::to_string(r.steps));
   if (r.memory_limit_bytes < 0)
-    throw InputError("--memory-limit must be positive, got " + std::to_string(r.memory_limit_bytes));
+    throw InputError("memory limit must be positive, got " + std::to_string(r.memory_limit_bytes));
   if (!(r.safety_margin >= 0 && r.safety_margin < 1))
-    throw InputError("--safety-margin must be a fraction in [0, 1), got " + std::to_string(r.safety_margin));
+    throw InputError("safety margin must be a fraction in [0, 1), got " + std::to_string(r.safety_margin));
   if (r.workload.train.precision == model::Precision::bf16 && !r.hardware.bf16_supported)
     throw InputError("the " + r.hardware.display_name +
                      " has no bf16 support: use --precision fp16 (or fp32)");

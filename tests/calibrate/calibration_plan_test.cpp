@@ -89,7 +89,7 @@ TEST(CalibrationPlan, WideProbeCanBeChosenOrTurnedOff) {
     narrow_model_name(opt, true);
     ADD_FAILURE() << "an unknown narrow probe must be refused";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--narrow-model"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("for the narrow probe"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("qwen2.5-0.5b"), std::string::npos) << e.what();
   }
 }

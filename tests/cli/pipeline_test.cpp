@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -129,9 +130,23 @@ TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
                           "--effective-batch", "8", "--seq-len", "64", "--format", "json"});
   ASSERT_TRUE(j["splits"].is_array()) << j.dump().substr(0, 2000);
   ASSERT_EQ(j["splits"].size(), 4u);
+  // The predictions are the simulator's for the same workload, figure for figure.
+  const json sim = ok_json({"simulate", "--profile", profile().string(), "--model", "tiny", "--effective-batch", "8",
+                            "--seq-len", "64", "--precision", "fp32", "--format", "json"});
+  ASSERT_EQ(sim["splits"].size(), 4u) << sim.dump().substr(0, 2000);
   int measured = 0;
-  for (const auto& s : j["splits"]) {
+  for (size_t i = 0; i < j["splits"].size(); ++i) {
+    const json& s = j["splits"][i];
     SCOPED_TRACE(s.dump());
+    const json& p = sim["splits"][i];
+    EXPECT_EQ(s["micro_batch"], p["micro_batch"]);
+    EXPECT_EQ(s["predicted_step_time_s"].get<double>(), p["step_time_s"].get<double>());
+    EXPECT_EQ(static_cast<int64_t>(s["predicted_peak_reserved_bytes"].get<double>()), p["peak_reserved_bytes"]);
+    EXPECT_EQ(s["predicted_fits"], p["fits"]);
+    // The worst case that decides fits is reported, and bounds the unbiased peak.
+    ASSERT_TRUE(s.contains("predicted_worst_reserved_bytes"));
+    EXPECT_EQ(static_cast<int64_t>(s["predicted_worst_reserved_bytes"].get<double>()), p["worst_reserved_bytes"]);
+    EXPECT_GE(s["predicted_worst_reserved_bytes"].get<double>(), s["predicted_peak_reserved_bytes"].get<double>());
     if (s["measured_oom"].get<bool>()) continue;
     ++measured;
     ASSERT_TRUE(s["reserved_error"].is_number());
@@ -142,6 +157,18 @@ TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
   }
   EXPECT_GT(measured, 0) << "every split ran out of memory on the CPU";
   EXPECT_EQ(j["summary"]["points"], measured) << j["summary"].dump();
+  // The worst case is never below the unbiased peak, so it under-predicts no more than it.
+  ASSERT_TRUE(j["summary"].contains("reserved_max_under_err_worst_case")) << j["summary"].dump();
+  EXPECT_LE(j["summary"]["reserved_max_under_err_worst_case"].get<double>(),
+            j["summary"]["reserved_max_under_err"].get<double>());
+}
+
+/// The value of `key = ...` in a TOML file written by lorasim (one key per line).
+double toml_number(const fs::path& file, const std::string& key) {
+  for (const std::string& line : lines_of(read_file(file)))
+    if (line.rfind(key + " = ", 0) == 0) return std::stod(line.substr(key.size() + 3));
+  ADD_FAILURE() << key << " not in " << file;
+  return std::nan("");
 }
 
 TEST_F(PipelineTest, FitOfTheSavedMeasurementsValidatesAgainstThem) {
@@ -154,7 +181,20 @@ TEST_F(PipelineTest, FitOfTheSavedMeasurementsValidatesAgainstThem) {
 
   const json j = ok_json({"validate", "--measurements", runs().string(), "--profile", refit.string(), "--format", "json"});
   ASSERT_TRUE(j.contains("summary")) << j.dump().substr(0, 2000);
-  EXPECT_GT(j["summary"]["points"].get<int>(), 0) << j["summary"].dump();
+  const json& sum = j["summary"];
+  EXPECT_GT(sum["points"].get<int>(), 0) << sum.dump();
+  // Validation of the rows the profile was fitted on reproduces the fit's own residuals: the
+  // fit and the simulator evaluate one cost model.
+  const double rms = toml_number(refit, "time_rms_rel"), max = toml_number(refit, "time_max_rel");
+  EXPECT_NEAR(sum["time_max_abs_err"].get<double>(), max, 1e-9 + 1e-6 * max) << sum.dump();
+  EXPECT_LE(sum["time_mean_abs_err"].get<double>(), rms + 1e-9) << sum.dump();
+  EXPECT_NEAR(toml_number(refit, "expected_time_error"), std::max(0.05, 2 * rms), 1e-9);
+  EXPECT_LE(sum["mem_mean_abs_err"].get<double>(), toml_number(refit, "reserved_rms_rel") + 1e-9) << sum.dump();
+  EXPECT_LE(sum["mem_max_under_err_worst_case"].get<double>(), sum["mem_max_under_err"].get<double>()) << sum.dump();
+  for (const auto& g : j["groups"])
+    for (const auto& s : g["splits"])
+      EXPECT_GE(s["predicted_worst_reserved_bytes"].get<double>(), s["predicted_peak_reserved_bytes"].get<double>())
+          << s.dump();
 }
 
 // ---------------------------------------------------------------------------------------------

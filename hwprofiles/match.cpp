@@ -1,12 +1,12 @@
-#include "cli/device_profile.h"
+#include "hwprofiles/match.h"
 
-#include <algorithm>
 #include <cctype>
-#include <cmath>
+#include <cstdlib>
+#include <vector>
 
 #include "hwprofiles/builtin.h"
 
-namespace lorasim::cli {
+namespace lorasim::hw {
 namespace {
 
 std::string lower(std::string s) {
@@ -17,6 +17,7 @@ std::string lower(std::string s) {
 // "h100-sxm" -> "h100", "a100-80gb" -> "a100": the model token a device name contains.
 std::string model_token(const std::string& builtin_name) { return builtin_name.substr(0, builtin_name.find('-')); }
 
+// `token` as a whole word of `device_name` ("a10g" is not in "a100"), case-insensitively.
 bool has_token(const std::string& device_name, const std::string& token) {
   const std::string d = lower(device_name);
   size_t pos = 0;
@@ -32,33 +33,37 @@ bool has_token(const std::string& device_name, const std::string& token) {
 
 }  // namespace
 
-hw::Profile base_profile_for(const calib::DeviceInfo& device) {
-  if (device.is_cuda) {
-    const hw::Profile* best = nullptr;
-    std::vector<hw::Profile> matches;
-    for (const auto& name : hw::builtin_profile_names())
-      if (has_token(device.name, model_token(name))) matches.push_back(hw::builtin_profile(name));
-    // Several memory sizes of one model (A100 40/80 GB): the closest memory wins.
-    for (const auto& p : matches)
-      if (!best || std::llabs(p.hw.memory_bytes - device.total_memory_bytes) <
-                       std::llabs(best->hw.memory_bytes - device.total_memory_bytes))
-        best = &p;
-    if (best) {
-      hw::Profile p = *best;
-      p.hw.memory_bytes = device.total_memory_bytes;  // what this card really has
-      return p;
+std::string matching_builtin_name(const DeviceIdentity& device) {
+  if (!device.is_gpu) return "";
+  std::string best;
+  int64_t best_gap = 0;
+  for (const auto& name : builtin_profile_names()) {
+    if (!has_token(device.name, model_token(name))) continue;
+    const int64_t gap = std::llabs(builtin_profile(name).hw.memory_bytes - device.memory_bytes);
+    if (best.empty() || gap < best_gap) {
+      best = name;
+      best_gap = gap;
     }
-    hw::Profile p;
-    p.hw.name = "cuda-gpu";
-    p.hw.display_name = device.name;
-    p.hw.memory_bytes = device.total_memory_bytes;
-    p.origin_source = "lorasim calibrate";
+  }
+  return best;
+}
+
+Profile base_profile_for(const DeviceIdentity& device) {
+  Profile p;
+  if (device.is_gpu) {
+    if (const std::string name = matching_builtin_name(device); !name.empty()) {
+      p = builtin_profile(name);
+    } else {
+      p.hw.name = "cuda-gpu";
+      p.hw.display_name = device.name;
+      p.origin_source = "lorasim calibrate";
+    }
+    p.hw.memory_bytes = device.memory_bytes;  // what this card really has
     return p;
   }
-  hw::Profile p;
   p.hw.name = "cpu";
   p.hw.display_name = device.name.empty() ? "CPU" : device.name;
-  p.hw.memory_bytes = device.total_memory_bytes;
+  p.hw.memory_bytes = device.memory_bytes;
   p.hw.bf16_supported = false;
   p.hw.overlap = model::Overlap::sum;  // the CPU executes each operator as it is dispatched
   p.hw.coefficients_precision = model::Precision::fp32;
@@ -66,9 +71,9 @@ hw::Profile base_profile_for(const calib::DeviceInfo& device) {
   return p;
 }
 
-bool same_gpu_model(const hw::Profile& profile, const calib::DeviceInfo& device) {
-  if (!device.is_cuda) return profile.hw.name == "cpu";
+bool same_device_model(const Profile& profile, const DeviceIdentity& device) {
+  if (!device.is_gpu) return profile.hw.name == "cpu";
   return has_token(device.name, model_token(profile.hw.name)) || lower(profile.hw.display_name) == lower(device.name);
 }
 
-}  // namespace lorasim::cli
+}  // namespace lorasim::hw

@@ -1,0 +1,39 @@
+#include "calibrate/convert.h"
+
+#include <algorithm>
+
+#include "calibrate/runner.h"
+
+namespace lorasim::calib {
+
+Measurement to_measurement(const model::Workload& w, const RunResult& r) {
+  Measurement m;
+  m.workload = w;
+  m.workload.train.precision = r.precision;  // what ran, which the CPU may have changed
+  m.micro_batch = r.micro_batch;
+  m.accumulation = r.accumulation;
+  m.oom = r.oom;
+  if (r.oom) return m;
+  m.step_time_s = r.step_time_s;
+  m.micro_batch_time_s = r.micro_batch_time_s;
+  m.host_time_s = r.host_time_s;
+  m.device_time_s = r.device_time_s;
+  m.optimizer_time_s = r.optimizer_time_s;
+  m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
+  m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
+  return m;
+}
+
+std::string workload_label(const Measurement& m) {
+  const auto& w = m.workload;
+  return w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +
+         (w.train.grad_ckpt ? " ckpt" : "") + " r=" + std::to_string(w.lora.rank) + " " + w.lora.targets_string() +
+         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation);
+}
+
+void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {
+  hw.expected_time_error = std::max(kMinExpectedTimeError, 2 * fit.time_rms_rel);
+  hw.expected_memory_error = std::max(kMinExpectedMemoryError, 2 * fit.reserved_rms_rel);
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,159 @@
+// The hf-peft calibration plan and its JSON form for the probe.
+#include "calibrate/hf_plan.h"
+
+#include <nlohmann/json.hpp>
+
+#include "model/architecture.h"
+#include "model/error.h"
+
+namespace lorasim::calib {
+namespace {
+
+using nlohmann::json;
+
+std::string dropout_text(double p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", p);
+  return buf;
+}
+
+// The dropout a run that exists to vary dropout uses: PEFT recipes' usual 0.05 when the user
+// trains without, none when the user trains with it.
+double flipped_dropout(double user) { return user > 0 ? 0.0 : 0.05; }
+
+struct PlanBuilder {
+  const HfPlanOptions& opt;
+  std::vector<HfPlannedRun> runs;
+
+  // A run of `arch` truncated to `depth` layers, with the reference's LoRA and stack options.
+  HfPlannedRun& add(const model::Architecture& arch, int64_t depth, int64_t seq, int64_t b, int64_t a = 1) {
+    HfPlannedRun r;
+    r.planned.workload = opt.reference;
+    r.planned.workload.arch = model::truncated(arch, std::min(depth, arch.num_layers));
+    r.planned.workload.train.seq_len = seq;
+    r.planned.micro_batch = b;
+    r.planned.accumulation = a;
+    runs.push_back(r);
+    return runs.back();
+  }
+};
+
+}  // namespace
+
+std::string HfPlannedRun::label() const {
+  const model::Workload& w = planned.workload;
+  const model::StackSpec& st = w.stack;
+  std::string s = w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +
+                  " b=" + std::to_string(planned.micro_batch) + " a=" + std::to_string(planned.accumulation);
+  if (w.train.grad_ckpt) s += " ckpt";
+  if (w.lora.targets.size() != model::kAllTargets.size()) s += " targets=" + w.lora.targets_string();
+  if (st.lora_dropout > 0) s += " dropout=" + dropout_text(st.lora_dropout);
+  if (!st.autocast) s += " no-autocast";
+  s += std::string(" ") + model::allocator_name(st.allocator);
+  return s;
+}
+
+std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
+  opt.reference.validate();
+  PlanBuilder p{opt, {}};
+  const model::Architecture& ref = opt.reference.arch;
+  const model::StackSpec user = opt.reference.stack;
+  model::StackSpec other_alloc = user;
+  other_alloc.allocator = user.allocator == model::AllocatorMode::expandable ? model::AllocatorMode::default_segments
+                                                                              : model::AllocatorMode::expandable;
+  if (!opt.is_cuda) {
+    // The CPU: a real calibration of tiny sizes. No allocator modes or autocast to separate.
+    for (int64_t depth : {1, 2})
+      for (int64_t b : {1, 4}) p.add(ref, depth, 32, b);
+    p.add(ref, 2, 64, 2);
+    p.add(ref, 2, 32, 2, 2);
+    p.add(ref, 2, 32, 4).planned.workload.train.grad_ckpt = true;
+    p.add(ref, 2, 32, 1).planned.workload.lora.targets = {model::Target::q, model::Target::v};
+    p.add(ref, 2, 32, 4).planned.workload.stack.lora_dropout = flipped_dropout(user.lora_dropout);
+    return p.runs;
+  }
+  // Two depths of the reference separate host time per layer from per micro-batch; micro-batches
+  // from 1 to 16 sequences cross from host-bound to device-bound.
+  const int64_t deep = 4;
+  for (int64_t depth : {int64_t{1}, deep})
+    for (int64_t b : {1, 4, 16}) p.add(ref, depth, 512, b);
+  p.add(ref, deep, 2048, 1);
+  p.add(ref, deep, 2048, 4);
+  p.add(ref, deep, 256, 32);
+  p.add(ref, deep, 512, 4, 2);  // accumulation: the gradient adds of a non-first micro-batch
+  for (int64_t b : {1, 16}) p.add(ref, deep, 512, b).planned.workload.train.grad_ckpt = true;
+  // Fewer adapters: host time per adapted projection.
+  p.add(ref, deep, 512, 1).planned.workload.lora.targets = {model::Target::q, model::Target::v};
+  for (int64_t b : {1, 8}) p.add(ref, deep, 512, b).planned.workload.stack.lora_dropout = flipped_dropout(user.lora_dropout);
+  for (int64_t b : {1, 8}) p.add(ref, deep, 512, b).planned.workload.stack.autocast = !user.autocast;
+  // A narrower model: memory-bound and per-kernel costs weigh more at smaller widths.
+  const std::string narrow = opt.narrow_model == "auto" ? "qwen2.5-0.5b" : opt.narrow_model;
+  if (narrow != "none" && narrow != ref.name) {
+    const model::Architecture& n = model::preset(narrow);
+    p.add(n, 2, 512, 1);
+    p.add(n, 2, 512, 16);
+    p.add(n, 2, 2048, 4);
+  }
+  // The other allocator mode, in a process of its own: its reserved memory.
+  for (auto [seq, b, ckpt] : {std::tuple<int64_t, int64_t, bool>{512, 4, false}, {512, 16, false}, {2048, 4, false},
+                              {512, 16, true}}) {
+    HfPlannedRun& r = p.add(ref, deep, seq, b);
+    r.planned.workload.stack = other_alloc;
+    r.planned.workload.train.grad_ckpt = ckpt;
+  }
+  return p.runs;
+}
+
+std::string hf_config_json(const model::Architecture& a) {
+  json j;
+  j["model_type"] = a.qk_norm ? "qwen3" : a.attention_bias ? "qwen2" : "llama";
+  j["hidden_size"] = a.hidden_size;
+  j["intermediate_size"] = a.intermediate_size;
+  j["num_hidden_layers"] = a.num_layers;
+  j["num_attention_heads"] = a.num_heads;
+  j["num_key_value_heads"] = a.num_kv_heads;
+  j["head_dim"] = a.head_dim;
+  j["vocab_size"] = a.vocab_size;
+  j["tie_word_embeddings"] = a.tie_embeddings;
+  j["rms_norm_eps"] = a.rms_norm_eps;
+  j["rope_theta"] = a.rope_theta;
+  if (a.attention_bias && !a.qk_norm) j["attention_bias"] = true;
+  j["max_position_embeddings"] = 131072;
+  j["use_cache"] = false;
+  return j.dump();
+}
+
+std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::string& device,
+                         model::AllocatorMode allocator, int warmup_steps, int measure_steps) {
+  json plan;
+  plan["device"] = device;
+  plan["allocator"] = model::allocator_name(allocator);
+  plan["runs"] = json::array();
+  for (const HfPlannedRun& r : runs) {
+    const model::Workload& w = r.planned.workload;
+    if (w.stack.allocator != allocator) continue;
+    json run;
+    run["model"] = w.arch.name;
+    run["num_layers"] = w.arch.num_layers;
+    run["hf_config"] = json::parse(hf_config_json(w.arch));
+    run["seq_len"] = w.train.seq_len;
+    run["micro_batch"] = r.planned.micro_batch;
+    run["accumulation"] = r.planned.accumulation;
+    run["steps"] = measure_steps;
+    run["warmup_steps"] = warmup_steps;
+    run["grad_ckpt"] = w.train.grad_ckpt;
+    run["lora_rank"] = w.lora.rank;
+    run["lora_alpha"] = w.lora.alpha;
+    json targets = json::array();
+    for (model::Target t : w.lora.targets) targets.push_back(model::target_name(t));
+    run["lora_targets"] = targets;
+    run["lora_dropout"] = w.stack.lora_dropout;
+    run["precision"] = model::precision_name(w.train.precision);
+    run["autocast"] = w.stack.autocast;
+    run["attn_impl"] = model::attn_impl_name(w.stack.attn_impl);
+    plan["runs"].push_back(run);
+  }
+  return plan.dump(1);
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,46 @@
+// The calibration plan of the hf-peft stack: short real Transformers + PEFT training runs,
+// executed by the Python probe (python/lorasim_hf/probe.py), chosen to separate what the stack
+// adds to the GPU's own costs: host time per micro-batch, per decoder layer and per adapter
+// (varying depth and targets), the device work its graph adds (varying the micro-batch and
+// the length), and its memory with and without checkpointing, dropout, autocast and either
+// allocator mode. The plan is plain data: it is written as JSON for the probe, and the probe
+// streams one measurement row per run back (docs/measurements.md).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibrate/measurement.h"
+#include "model/workload.h"
+
+namespace lorasim::calib {
+
+struct HfPlanOptions {
+  bool is_cuda = true;                ///< the probe runs on a GPU (else the CPU: tiny sizes)
+  model::Workload reference;          ///< full-depth reference; its stack options are the user's
+  std::string narrow_model = "auto";  ///< a second, narrower preset; "auto": qwen2.5-0.5b on CUDA
+  int warmup_steps = 1;               ///< optimizer steps run before timing
+  int measure_steps = 3;              ///< timed optimizer steps per run
+};
+
+/// One planned run: the workload (truncated to a few layers), the split, and the process
+/// (allocator mode) it runs in.
+struct HfPlannedRun {
+  Measurement planned;  ///< workload and split; no figures
+  std::string label() const;
+};
+
+/// The default plan. Every run uses the reference's stack options except where a run exists
+/// to vary one (dropout, autocast, targets, allocator); the allocator mode is a property of
+/// the process, so runs are grouped by it.
+std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt);
+
+/// A Hugging Face config.json object for `arch` (model_type qwen3 with q/k norms, qwen2 with
+/// q/k/v biases, llama otherwise), as the probe builds the model from it.
+std::string hf_config_json(const model::Architecture& arch);
+
+/// The probe's plan file for the runs of one allocator mode: {"device", "allocator", "runs": [...]}.
+std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::string& device,
+                         model::AllocatorMode allocator, int warmup_steps, int measure_steps);
+
+}  // namespace lorasim::calib

@@ -1,0 +1,113 @@
+// Spawns the probe through the shell (popen) and parses its stdout line by line; its stderr
+// (progress) goes straight to the user's terminal.
+#include "calibrate/hf_probe.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "calibrate/measurement_io.h"
+#include "model/error.h"
+
+namespace lorasim::calib {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The exit status the probe uses for "a package is missing": its message says which.
+constexpr int kProbeMissingPackage = 2;
+
+std::vector<Measurement> run_one_process(const std::string& plan_path, size_t planned, const ProbeOptions& opt,
+                                         size_t done_before, size_t total, const ProbeRowCallback& on_row) {
+  std::string env;
+  if (const std::string pp = probe_python_path(); !pp.empty()) {
+    const char* old = std::getenv("PYTHONPATH");
+    env = "PYTHONPATH=" + shell_quote(pp + (old && *old ? std::string(":") + old : std::string())) + " ";
+  }
+  const std::string cmd = env + "PYTHONUNBUFFERED=1 " + shell_quote(opt.python) +
+                          " -m lorasim_hf.probe --plan " + shell_quote(plan_path);
+  FILE* out = ::popen(cmd.c_str(), "r");
+  if (!out) throw CalibrationError("cannot start the probe (" + opt.python + "): check --python");
+  std::vector<Measurement> rows;
+  std::string line;
+  std::string error;
+  for (int c; (c = std::fgetc(out)) != EOF;) {
+    if (c != '\n') {
+      line += static_cast<char>(c);
+      continue;
+    }
+    if (!line.empty() && line[0] == '{' && error.empty()) {
+      try {
+        std::vector<Measurement> got = parse_measurements(line, "jsonl", "probe row " + std::to_string(rows.size() + 1));
+        for (Measurement& m : got) {
+          rows.push_back(m);
+          if (on_row) on_row(rows.back(), done_before + rows.size(), total);
+        }
+      } catch (const Error& e) {
+        error = e.what();  // keep reading so the child is not killed by a broken pipe
+      }
+    }
+    line.clear();
+  }
+  const int status = ::pclose(out);
+  if (!error.empty()) throw CalibrationError("the probe wrote a row lorasim cannot read: " + error);
+  if (status == -1 || !WIFEXITED(status))
+    throw CalibrationError("the probe was interrupted before it finished (" + std::to_string(rows.size()) + " of " +
+                           std::to_string(planned) + " runs done); nothing was written");
+  const int code = WEXITSTATUS(status);
+  if (code == 127) throw CalibrationError("python interpreter '" + opt.python + "' not found: pass --python PATH");
+  if (code == kProbeMissingPackage)
+    throw CalibrationError("the probe cannot run in '" + opt.python +
+                           "' (its message above names the missing package): install it there, or pass --python");
+  if (code != 0)
+    throw CalibrationError("the probe failed (exit " + std::to_string(code) + ", its message is above) after " +
+                           std::to_string(rows.size()) + " of " + std::to_string(planned) + " runs");
+  if (rows.size() != planned)
+    throw CalibrationError("the probe returned " + std::to_string(rows.size()) + " rows for " +
+                           std::to_string(planned) + " planned runs");
+  return rows;
+}
+
+}  // namespace
+
+std::string probe_python_path() {
+  if (const char* env = std::getenv("LORASIM_PYTHONPATH"); env && *env) return env;
+#ifdef LORASIM_SOURCE_PYTHON_DIR
+  if (is_dir(LORASIM_SOURCE_PYTHON_DIR)) return LORASIM_SOURCE_PYTHON_DIR;
+#endif
+  return "";
+}
+
+std::vector<Measurement> run_probe(const std::vector<HfPlannedRun>& plan, const ProbeOptions& opt,
+                                   const ProbeRowCallback& on_row) {
+  if (!is_dir(opt.work_dir)) throw CalibrationError("probe work directory '" + opt.work_dir + "' does not exist");
+  std::vector<Measurement> all;
+  for (model::AllocatorMode mode : {model::AllocatorMode::expandable, model::AllocatorMode::default_segments}) {
+    size_t planned = 0;
+    for (const HfPlannedRun& r : plan) planned += r.planned.workload.stack.allocator == mode;
+    if (planned == 0) continue;
+    const std::string path = opt.work_dir + "/plan-" + model::allocator_name(mode) + ".json";
+    {
+      std::ofstream f(path);
+      f << hf_plan_json(plan, opt.device, mode, opt.warmup_steps, opt.measure_steps);
+      if (!f) throw CalibrationError("cannot write the probe's plan to '" + path + "'");
+    }
+    std::vector<Measurement> rows = run_one_process(path, planned, opt, all.size(), plan.size(), on_row);
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  return all;
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,90 @@
+// The conversions every command shares: a run into a measurement row, a row's workload
+// label, a fit's residuals into the errors a profile claims.
+#include "calibrate/convert.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "calibrate/runner.h"
+#include "model/architecture.h"
+
+namespace lorasim::calib {
+namespace {
+
+model::Workload tiny_workload() {
+  model::Workload w;
+  w.arch = model::truncated(model::preset("tiny"), 1);
+  w.train.seq_len = 64;
+  w.train.precision = model::Precision::fp32;
+  return w;
+}
+
+RunResult finished_run() {
+  RunResult r;
+  r.micro_batch = 4;
+  r.accumulation = 2;
+  r.step_time_s = 0.5;
+  r.micro_batch_time_s = 0.2;
+  r.host_time_s = 0.05;
+  r.device_time_s = 0.15;
+  r.optimizer_time_s = 0.1;
+  r.peak_allocated_bytes = 1000;
+  r.peak_reserved_bytes = 2048;
+  return r;
+}
+
+TEST(ConvertTest, RunBecomesAMeasurementOfItsWorkloadAndSplit) {
+  const Measurement m = to_measurement(tiny_workload(), finished_run());
+  EXPECT_EQ(m.workload.arch.num_layers, 1);
+  EXPECT_EQ(m.workload.train.seq_len, 64);
+  EXPECT_EQ(m.micro_batch, 4);
+  EXPECT_EQ(m.accumulation, 2);
+  EXPECT_FALSE(m.oom);
+  EXPECT_EQ(m.step_time_s, 0.5);
+  EXPECT_EQ(m.micro_batch_time_s, 0.2);
+  EXPECT_EQ(m.host_time_s, 0.05);
+  EXPECT_EQ(m.device_time_s, 0.15);
+  EXPECT_EQ(m.optimizer_time_s, 0.1);
+  EXPECT_EQ(m.peak_allocated_bytes, 1000.0);
+  EXPECT_EQ(m.peak_reserved_bytes, 2048.0);
+}
+
+TEST(ConvertTest, OutOfMemoryRunMeasuresNothing) {
+  RunResult r = finished_run();
+  r.oom = true;
+  const Measurement m = to_measurement(tiny_workload(), r);
+  EXPECT_TRUE(m.oom);
+  EXPECT_EQ(m.micro_batch, 4);
+  for (double v : {m.step_time_s, m.micro_batch_time_s, m.host_time_s, m.device_time_s, m.optimizer_time_s,
+                   m.peak_allocated_bytes, m.peak_reserved_bytes})
+    EXPECT_TRUE(std::isnan(v)) << v;
+}
+
+TEST(ConvertTest, WorkloadLabelNamesEverythingThatChangesThePrediction) {
+  Measurement m = to_measurement(tiny_workload(), finished_run());
+  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8");
+  m.workload.train.grad_ckpt = true;
+  m.workload.lora.rank = 8;
+  m.accumulation = 4;
+  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 ckpt r=8 q,k,v,o,gate,up,down fp32 B=16");
+}
+
+TEST(ConvertTest, ExpectedErrorsAreTwiceTheFitResidualsAboveTheFloors) {
+  FitReport fit;
+  fit.time_rms_rel = 0.125;
+  fit.reserved_rms_rel = 0.0625;
+  model::HardwareModel hw;
+  set_expected_errors(hw, fit);
+  EXPECT_EQ(hw.expected_time_error, 0.25);
+  EXPECT_EQ(hw.expected_memory_error, 0.125);
+
+  fit.time_rms_rel = 0.01;  // a near-perfect fit still claims the floors
+  fit.reserved_rms_rel = 0;
+  set_expected_errors(hw, fit);
+  EXPECT_EQ(hw.expected_time_error, kMinExpectedTimeError);
+  EXPECT_EQ(hw.expected_memory_error, kMinExpectedMemoryError);
+}
+
+}  // namespace
+}  // namespace lorasim::calib
