@@ -12,8 +12,9 @@
 namespace lorasim::model {
 
 /// Regressors of one micro-batch: the analytic quantities the coefficients multiply.
-/// All but host_ops, recompute_ops and the per-workload constants at the end grow linearly
-/// with the micro-batch at a fixed sequence length.
+/// At a fixed sequence length the FLOPs, bytes and activations grow linearly with the
+/// micro-batch; the operator counts, gemm_flops_per_token and the per-workload constants
+/// (static memory, adapter tensors and parameters) do not depend on it.
 struct Features {
   double gemm_flops = 0;             ///< the blocks' frozen GEMM + LoRA FLOPs
   double gemm_flops_per_token = 0;   ///< the same per token (drives the Hockney term)

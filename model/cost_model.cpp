@@ -86,9 +86,9 @@ CostModel::CostModel(const Workload& w, const HardwareModel& hw)
     : hw_(hw), precision_(w.train.precision), unit_(features(w, 1)), optimizer_(optimizer_time(unit_, hw_)) {}
 
 Features CostModel::at(int64_t micro_batch) const {
-  // Every feature but the operator counts and the per-workload constants (static memory,
-  // adapter tensors and parameters) is linear in the micro-batch at a fixed sequence length,
-  // so one evaluation at b = 1 serves all splits.
+  // The FLOPs, bytes and activations are linear in the micro-batch at a fixed sequence
+  // length and the other features do not depend on it (model/coefficients.h), so one
+  // evaluation at b = 1 serves all splits.
   const double b = static_cast<double>(micro_batch);
   Features f = unit_;
   f.gemm_flops *= b;

@@ -37,9 +37,8 @@ struct MemoryEstimate {
   double peak_allocated_bytes = 0;  ///< tensors alive at the peak
   double peak_reserved_bytes = 0;   ///< what the caching allocator holds from the device
   /// Reserved plus the slack a fresh process sometimes shows: the caching allocator keeps
-  /// one logits-sized block it cannot reuse (an H200 showed it in the first run of 4 of 17
-  /// processes, never in a later one: bench/results/h200/README.md). What the simulator
-  /// checks against the memory limit.
+  /// one logits-sized block it cannot reuse (docs/cost-model.md, "Worst case"). What the
+  /// simulator checks against the memory limit.
   double worst_reserved_bytes = 0;
 };
 
