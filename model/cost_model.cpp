@@ -25,13 +25,13 @@ Features features(const Workload& w, int64_t micro_batch) {
   f.recompute_bytes = act.recompute_bytes;
   f.logits_buffer_bytes = act.logits_buffer_bytes;
   f.static_bytes = static_cast<double>(static_memory(w).total());
+  const ParamCounts pc = count_params(w.arch, w.lora);
+  f.lora_tensors = static_cast<double>(pc.lora_tensors);
+  f.trainable_params = static_cast<double>(pc.trainable);
   return f;
 }
 
-double overlap_share(double host_ops, const TimeCoefficients& c) {
-  if (host_ops <= c.launch_queue_ops || host_ops <= 0) return 0;
-  return 1 - c.launch_queue_ops / host_ops;
-}
+namespace {
 
 double combine(double host_s, double device_s, double host_ops, const HardwareModel& hw) {
   if (hw.overlap == Overlap::sum) return host_s + device_s;
@@ -42,14 +42,9 @@ double combine(double host_s, double device_s, double host_ops, const HardwareMo
          hw.time.overlap_loss * overlap_share(host_ops, hw.time) * std::min(host_s, device_s);
 }
 
-namespace {
-double host_time(const Features& f, const TimeCoefficients& c) {
-  return c.host_fixed_s + c.host_per_op_s * (f.host_ops - (1 - c.recompute_host_share) * f.recompute_ops);
-}
 }  // namespace
 
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p) {
-  const TimeCoefficients& c = hw.time;
   // Rates were fitted in one precision; another precision scales them by the datasheet
   // ratio (an extrapolation: the output says so when it happens).
   double rate_scale = 1.0;
@@ -58,24 +53,11 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
     if (from > 0 && to > 0) rate_scale = to / from;
   }
   MicroBatchTime t;
-  t.host_s = host_time(f, c);
-  // Hockney: a GEMM over n tokens runs at R * n / (n + n_half), so its time is
-  // F / R + (F / n) * n_half / R: the second term is a fixed cost per GEMM.
-  const double gemm_s =
-      (f.gemm_flops + f.gemm_flops_per_token * c.gemm_half_tokens) / (c.gemm_tflops * rate_scale * 1e12);
-  const double head_s = f.head_flops / (c.head_tflops * rate_scale * 1e12);
-  const double attn_s = f.attention_flops / (c.attention_tflops * rate_scale * 1e12);
-  const double mem_s = f.memory_bytes / (c.memory_gbps * 1e9) + f.loss_bytes / (c.loss_gbps * 1e9);
-  t.device_s = c.device_fixed_s + gemm_s + head_s + attn_s + mem_s + c.per_kernel_s * f.host_ops;
+  t.host_s = sum_terms(Term::host, f, hw);
+  t.device_s = sum_terms(Term::device, f, hw, rate_scale) + sum_terms(Term::device_traffic, f, hw) +
+               sum_terms(Term::device_kernels, f, hw);
   t.total_s = combine(t.host_s, t.device_s, f.host_ops, hw);
   return t;
-}
-
-double accumulation_ops(int64_t lora_tensors) { return static_cast<double>(lora_tensors); }
-
-bool rebuilt_block_sets_peak(const Features& f, const MemoryCoefficients& m) {
-  return f.recompute_bytes > 0 && m.saved_scale * f.recompute_bytes + m.attention_score_scale * f.attention_score_bytes >
-                                      m.logits_scale * f.logits_bytes;
 }
 
 MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
@@ -89,31 +71,24 @@ MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
                            : rebuilt_block_sets_peak(f, m) ? m.saved_scale * f.recompute_bytes + scores
                                                            : m.logits_scale * f.logits_bytes;
   e.peak_allocated_bytes = f.static_bytes + m.workspace_bytes + m.saved_scale * f.saved_bytes + transient;
-  e.peak_reserved_bytes =
-      std::max(e.peak_allocated_bytes, m.reserved_scale * e.peak_allocated_bytes + m.reserved_overhead_bytes);
+  Features at_peak = f;
+  at_peak.allocated_bytes = e.peak_allocated_bytes;
+  e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, sum_terms(Term::reserved, at_peak, hw));
   e.worst_reserved_bytes = e.peak_reserved_bytes + f.logits_buffer_bytes;
   return e;
 }
 
-OptimizerTime optimizer_time(int64_t trainable_params, int64_t lora_tensors, const HardwareModel& hw) {
-  const TimeCoefficients& c = hw.time;
-  OptimizerTime o;
-  o.host_s = c.optimizer_fixed_s + c.optimizer_per_tensor_s * static_cast<double>(lora_tensors);
-  o.device_s = c.optimizer_device_per_tensor_s * static_cast<double>(lora_tensors) +
-               c.optimizer_per_param_s * static_cast<double>(trainable_params);
-  return o;
+OptimizerTime optimizer_time(const Features& f, const HardwareModel& hw) {
+  return {sum_terms(Term::optimizer_host, f, hw), sum_terms(Term::optimizer_device, f, hw)};
 }
 
 CostModel::CostModel(const Workload& w, const HardwareModel& hw)
-    : hw_(hw), precision_(w.train.precision), unit_(features(w, 1)) {
-  const ParamCounts pc = count_params(w.arch, w.lora);
-  optimizer_ = optimizer_time(pc.trainable, pc.lora_tensors, hw_);
-  accumulation_ops_ = accumulation_ops(pc.lora_tensors);
-}
+    : hw_(hw), precision_(w.train.precision), unit_(features(w, 1)), optimizer_(optimizer_time(unit_, hw_)) {}
 
 Features CostModel::at(int64_t micro_batch) const {
-  // Every term but the operator count and static memory is linear in the micro-batch at a
-  // fixed sequence length, so one evaluation at b = 1 serves all splits.
+  // The FLOPs, bytes and activations are linear in the micro-batch at a fixed sequence
+  // length and the other features do not depend on it (model/coefficients.h), so one
+  // evaluation at b = 1 serves all splits.
   const double b = static_cast<double>(micro_batch);
   Features f = unit_;
   f.gemm_flops *= b;
@@ -130,9 +105,8 @@ Features CostModel::at(int64_t micro_batch) const {
 }
 
 MicroBatchTime CostModel::micro_batch(int64_t micro_batch, bool accumulating) const {
-  Features f = at(micro_batch);
-  if (accumulating) f.host_ops += accumulation_ops_;
-  return micro_batch_time(f, hw_, precision_);
+  const Features f = at(micro_batch);
+  return micro_batch_time(accumulating ? model::accumulating(f) : f, hw_, precision_);
 }
 
 StepTime CostModel::step(int64_t micro_batch, int64_t accumulation) const {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "calibrate/fit_internal.h"
 #include "calibrate/nnls.h"
 #include "model/analytics.h"
 #include "model/architecture.h"
@@ -234,4 +235,69 @@ TEST(FitTest, OutOfMemoryRowsAreIgnored) {
   rows.push_back(oom);
   const calib::FitReport rep = calib::fit_profile(rows, hw);
   EXPECT_EQ(rep.time_points, static_cast<int>(rows.size()) - 1);
+}
+
+TEST(FitTest, StepDesignColumnsAreTheTablesFeaturesAndReproduceTheModel) {
+  // A synchronous device adds host and device, so a step is exactly the design row times
+  // the table's thetas; each column of a one-micro-batch step is its coefficient's feature.
+  model::HardwareModel hw = test_gpu();
+  hw.overlap = model::Overlap::sum;
+  const calib::detail::Columns cols = calib::detail::columns(
+      {model::Term::host, model::Term::device, model::Term::device_traffic, model::Term::device_kernels,
+       model::Term::optimizer_host, model::Term::optimizer_device});
+  ASSERT_EQ(cols.size(), 14u);  // every time coefficient but the three fitted apart and the prior
+  const model::HardwareModel basis = calib::detail::linear_basis(hw);
+  for (const calib::Measurement& m : plan(hw, false)) {
+    const calib::detail::Row row{&m, model::features(m.workload, m.micro_batch)};
+    const Eigen::VectorXd x = calib::detail::step_regressors(cols, row, basis, true, true);
+    double predicted = 0;
+    for (size_t k = 0; k < cols.size(); ++k) {
+      predicted += x(static_cast<Eigen::Index>(k)) * cols[k]->theta(hw);
+      if (m.accumulation == 1) {
+        EXPECT_EQ(x(static_cast<Eigen::Index>(k)), cols[k]->feature(row.f, basis)) << cols[k]->name;
+      }
+    }
+    EXPECT_NEAR(predicted / m.step_time_s, 1.0, 1e-12) << m.micro_batch << "x" << m.accumulation;
+  }
+}
+
+TEST(FitTest, FittedThetasSetTheTablesValues) {
+  const calib::detail::Columns cols =
+      calib::detail::columns({model::Term::device, model::Term::device_traffic, model::Term::device_kernels});
+  ASSERT_EQ(cols.size(), 8u);
+  Eigen::VectorXd theta(8);
+  theta << 1e-4, 1 / 500e12, 256 / 500e12, 0, 1 / 300e12, 1 / 2500e9, 1 / 3000e9, 3e-6;
+  model::HardwareModel hw;
+  calib::detail::set_from_theta(cols, theta, hw);
+  EXPECT_DOUBLE_EQ(hw.time.device_fixed_s, 1e-4);
+  EXPECT_DOUBLE_EQ(hw.time.gemm_tflops, 500);
+  EXPECT_DOUBLE_EQ(hw.time.gemm_half_tokens, 256);
+  EXPECT_EQ(hw.time.head_tflops, model::kNoCostRate);  // no cost visible: the term vanishes
+  EXPECT_DOUBLE_EQ(hw.time.attention_tflops, 300);
+  EXPECT_DOUBLE_EQ(hw.time.memory_gbps, 2500);
+  EXPECT_DOUBLE_EQ(hw.time.loss_gbps, 3000);
+  EXPECT_DOUBLE_EQ(hw.time.per_kernel_s, 3e-6);
+  // Only the per-GEMM cost visible: the rate vanishes and n_1/2 carries the whole term.
+  theta(1) = 0;
+  calib::detail::set_from_theta(cols, theta, hw);
+  EXPECT_EQ(hw.time.gemm_tflops, model::kNoCostRate);
+  EXPECT_DOUBLE_EQ(hw.time.gemm_half_tokens / (hw.time.gemm_tflops * 1e12), 256 / 500e12);
+}
+
+TEST(FitTest, RowsOfOneConfigurationAreRefused) {
+  // However many, and at whatever accumulation, rows of one workload at one micro-batch
+  // identify nothing beyond it.
+  const model::HardwareModel hw = test_gpu();
+  std::vector<calib::Measurement> rows(5, measure(qwen(28, 512), 1, 16, hw, false));
+  rows.push_back(measure(qwen(28, 512), 1, 4, hw, false));
+  try {
+    calib::fit_profile(rows, hw);
+    FAIL() << "fitted rows of one configuration";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find("add rows at two or more micro-batches or workloads"), std::string::npos)
+        << e.what();
+  }
+  // A second micro-batch of the same workload is enough to fit.
+  rows.push_back(measure(qwen(28, 512), 4, 4, hw, false));
+  EXPECT_NO_THROW(calib::fit_profile(rows, hw));
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "hwprofiles/builtin.h"
+#include "model/coefficients.h"
 #include "model/error.h"
 
 namespace lorasim::hw {
@@ -204,6 +205,7 @@ TEST(ProfileTest, OutOfRangeValuesAreRefused) {
       {"saved_scale", "saved_scale = -0.5", "[memory].saved_scale must be >= 0 (got -0.5)"},
       {"expected_time_error", "expected_time_error = 50.0",
        "[profile].expected_time_error must be a fraction in [0, 10]"},
+      {"overlap_loss", "overlap_loss = 1.5", "[time].overlap_loss must be a share in [0, 1] (got 1.5)"},
       {"overlap", "overlap = \"min\"", "[profile].overlap must be one of \"max\", \"sum\""},
       {"coefficients_precision", "coefficients_precision = \"int8\"",
        "[profile].coefficients_precision must be one of \"bf16\", \"fp16\", \"fp32\""},
@@ -254,6 +256,45 @@ TEST(ProfileTest, LoadProfileFileUsesThePathInMessages) {
   }
   EXPECT_THROW(load_profile_file((dir.path / "absent.toml").string()), ConfigError);
   EXPECT_THROW(load_profile_file(dir.path.string()), ConfigError);  // a directory
+}
+
+TEST(ProfileTest, AnEmptyFileIsSaidToBeEmpty) {
+  TempDir dir;
+  const std::string path = (dir.path / "empty.toml").string();
+  std::ofstream{path};
+  try {
+    load_profile_file(path);
+    FAIL() << "accepted an empty profile";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("profile '" + path + "' is empty", 0), 0u) << e.what();
+  }
+  try {
+    load_profile_file(dir.path.string());
+    FAIL() << "read a directory";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a readable file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProfileTest, EveryCoefficientOfTheTableRoundTripsThroughToml) {
+  // One distinct value per table entry, inside its range: to_toml writes each under its
+  // section and key, and parse_profile reads each back into the same field.
+  Profile p = builtin_profile("h100-sxm");
+  const auto& table = model::coefficient_table();
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i].of(p.hw) = table[i].range == model::Range::share ? 0.03125 * static_cast<double>(i + 1)
+                                                               : 1.5 + static_cast<double>(i);
+  const std::string text = to_toml(p);
+  const Profile back = parse_profile(text, p.source_text_name);
+  for (const model::Coefficient& c : table) {
+    EXPECT_EQ(c.of(back.hw), c.of(p.hw)) << c.name;
+    const size_t section = text.find(std::string("\n[") + c.section() + "]\n");
+    const size_t key = text.find(std::string("\n") + c.name + " = ");
+    ASSERT_NE(section, std::string::npos) << c.name;
+    EXPECT_GT(key, section) << c.name << " outside [" << c.section() << "]";
+    EXPECT_EQ(text.find("\n[", section + 1), text.find("\n[", key)) << c.name << " outside its section";
+  }
+  EXPECT_EQ(back, p);
 }
 
 TEST(ProfileTest, AtomicWriteLeavesOnlyTheProfile) {

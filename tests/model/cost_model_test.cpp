@@ -29,8 +29,69 @@ TEST(CostModelTest, StepSumsHostAndDeviceOverMicroBatchesAndOptimizer) {
                 cm.micro_batch(4).device_s + (a - 1) * cm.micro_batch(4, true).device_s + cm.optimizer().device_s,
                 1e-15);
     EXPECT_DOUBLE_EQ(s.total_s, std::max(s.host_s, s.device_s));  // overlap_loss is 0
-    EXPECT_EQ(s.host_bound, s.host_s > s.device_s);
   }
+}
+
+namespace {
+// Round numbers for every regressor and coefficient, so each term is known by hand.
+Features round_features() {
+  Features f;
+  f.host_ops = 1000;
+  f.recompute_ops = 200;
+  f.gemm_flops = 1e12;
+  f.gemm_flops_per_token = 1e6;
+  f.head_flops = 1e12;
+  f.attention_flops = 1e11;
+  f.memory_bytes = 1e9;
+  f.loss_bytes = 2e9;
+  f.lora_tensors = 100;
+  f.trainable_params = 1e6;
+  return f;
+}
+HardwareModel round_gpu() {
+  HardwareModel hw = test_gpu();
+  hw.time.host_fixed_s = 1e-3;
+  hw.time.host_per_op_s = 1e-5;
+  hw.time.recompute_host_share = 0.5;
+  hw.time.device_fixed_s = 1e-4;
+  hw.time.gemm_tflops = 100;
+  hw.time.gemm_half_tokens = 1e6;
+  hw.time.head_tflops = 500;
+  hw.time.attention_tflops = 100;
+  hw.time.memory_gbps = 1000;
+  hw.time.loss_gbps = 1000;
+  hw.time.per_kernel_s = 1e-6;
+  return hw;
+}
+}  // namespace
+
+TEST(CostModelTest, MicroBatchTimeOfKnownCoefficients) {
+  const MicroBatchTime t = micro_batch_time(round_features(), round_gpu(), Precision::bf16);
+  EXPECT_NEAR(t.host_s, 1e-3 + 1e-5 * (1000 - 0.5 * 200), 1e-15);  // 10 ms
+  // fixed 0.1 ms, GEMMs (1e12 + 1e6 * 1e6) / 100e12 = 20 ms, head 2 ms, attention 1 ms,
+  // blocks' traffic 1 ms, loss 2 ms, per-kernel floor 1 ms.
+  EXPECT_NEAR(t.device_s, 0.0271, 1e-15);
+  EXPECT_NEAR(t.total_s, 0.0271, 1e-15);
+  // fp32 at 60 of the bf16 peak's 1000 TFLOP/s: the FLOP terms take 1000/60 as long, the traffic not.
+  const MicroBatchTime fp32 = micro_batch_time(round_features(), round_gpu(), Precision::fp32);
+  EXPECT_NEAR(fp32.device_s, 1e-4 + 0.023 * 1000 / 60 + 0.003 + 0.001, 1e-14);
+}
+
+TEST(CostModelTest, HostBoundStepIsTheHostsTimeAndDeviceBoundTheDevices) {
+  HardwareModel hw = test_gpu();
+  const Workload w = qwen();
+  hw.time.host_fixed_s = 10;  // far above any device time
+  const StepTime host = CostModel(w, hw).step(4, 2);
+  EXPECT_TRUE(host.host_bound);
+  EXPECT_GT(host.total_s, 20);
+  EXPECT_DOUBLE_EQ(host.total_s, host.host_s);
+  hw.time.host_fixed_s = 0;
+  hw.time.host_per_op_s = 0;
+  hw.time.optimizer_fixed_s = hw.time.optimizer_per_tensor_s = 0;
+  const StepTime device = CostModel(w, hw).step(4, 2);
+  EXPECT_FALSE(device.host_bound);
+  EXPECT_EQ(device.host_s, 0);
+  EXPECT_DOUBLE_EQ(device.total_s, device.device_s);
 }
 
 TEST(CostModelTest, SynchronousDeviceAddsHostAndDevice) {
@@ -66,7 +127,10 @@ TEST(CostModelTest, OptimizerHostAndDeviceParts) {
   hw.time.optimizer_per_tensor_s = 50e-6;
   hw.time.optimizer_device_per_tensor_s = 20e-6;
   hw.time.optimizer_per_param_s = 1e-12;
-  const OptimizerTime o = optimizer_time(1'000'000, 100, hw);
+  Features f;
+  f.lora_tensors = 100;
+  f.trainable_params = 1'000'000;
+  const OptimizerTime o = optimizer_time(f, hw);
   EXPECT_DOUBLE_EQ(o.host_s, 1e-3 + 100 * 50e-6);
   EXPECT_DOUBLE_EQ(o.device_s, 100 * 20e-6 + 1e6 * 1e-12);
 }

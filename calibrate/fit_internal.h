@@ -1,0 +1,81 @@
+// Private to the fitter (fit.cpp, fit_time.cpp, fit_memory.cpp) and its tests: the rows, the
+// design matrices built from model/coefficients.h, and the named constants of the fit.
+#pragma once
+#include <Eigen/Dense>
+#include <initializer_list>
+#include <vector>
+
+#include "calibrate/measurement.h"
+#include "model/coefficients.h"
+#include "model/hardware.h"
+
+namespace lorasim::calib::detail {
+
+/// Too few rows to determine the coefficients: fit_profile refuses below this many.
+inline constexpr size_t kMinRows = 3;
+/// Host and device timed apart on at least this many rows (one per depth and a spare)...
+inline constexpr size_t kMinSplitRows = 4;
+/// ...at operator counts at least 20% apart: closer depths cannot tell the host's fixed cost
+/// from its per-operator cost, and the joint fit is then the better estimate.
+inline constexpr double kMinOpsSpread = 1.2;
+/// A row counts as host-bound for the host line when the model puts its device side under
+/// half the measured time: the line is extrapolated to full depth, so only rows whose time is
+/// clearly host time may set it.
+inline constexpr double kHostBoundForHostLine = 0.5;
+/// For the recompute share a looser test: checkpointed rows carry the only information about
+/// it and run closer to balance (the recomputing forward adds device work too). Both stay:
+/// one threshold for both changes profiles fitted from the committed measurements (at 0.5
+/// the pooled H200 profile's recompute share, at 0.8 the single-lease calibrations' host line).
+inline constexpr double kHostBoundForRecomputeShare = 0.8;
+/// The recompute share is a ratio of per-operator costs; a median above 2 says the host-bound
+/// rows were not host-bound, not that a forward without autograd costs more.
+inline constexpr double kMaxRecomputeHostShare = 2.0;
+/// The joint fit's second starting assignment: micro-batches up to this size host-bound
+/// (a fixed host cost per micro-batch dominates the smallest ones).
+inline constexpr int64_t kHostBoundStartMicroBatch = 2;
+/// Iterations of the fits that alternate a classification and a linear solve; they stop
+/// early once the classification is stable.
+inline constexpr int kJointIterations = 30;
+inline constexpr int kOptimizerIterations = 10;
+inline constexpr int kMemorySideIterations = 3;
+
+/// One usable measurement and its regressors.
+struct Row {
+  const Measurement* m;
+  model::Features f;
+  /// Micro-batches of the step that add into gradients (all but the first).
+  double accumulating_share() const {
+    return static_cast<double>(m->accumulation - 1) / static_cast<double>(m->accumulation);
+  }
+};
+
+/// A design matrix's columns: the coefficients of `terms` that the linear fit moves, in
+/// table order.
+using Columns = std::vector<const model::Coefficient*>;
+Columns columns(std::initializer_list<model::Term> terms);
+
+/// `hw` as the linear fit sees it: coefficients fitted by their own step at their priors and
+/// Form::ratio ones at 0 (their own column carries that part of the term), so that every
+/// feature is a plain regressor.
+model::HardwareModel linear_basis(const model::HardwareModel& hw);
+
+/// One row of a design: each column's feature at `basis` (from linear_basis).
+Eigen::VectorXd regressors(const Columns& cols, const model::Features& f, const model::HardwareModel& basis);
+
+/// Sets each column's coefficient from its fitted theta (model::Form says how).
+void set_from_theta(const Columns& cols, const Eigen::VectorXd& theta, model::HardwareModel& hw);
+
+/// Whole-step regressors of the time columns: `a` micro-batches (a - 1 of them accumulating)
+/// and the optimizer. `host`, `device`: which sides count (a host-bound step shows only the
+/// host's, a synchronous device both).
+Eigen::VectorXd step_regressors(const Columns& cols, const Row& r, const model::HardwareModel& basis, bool host,
+                                bool device);
+
+/// Weighted NNLS: rows scaled by 1/y so that residuals are relative.
+Eigen::VectorXd fit_relative(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& y);
+double median(std::vector<double> v);
+
+void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw);
+void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw);
+
+}  // namespace lorasim::calib::detail

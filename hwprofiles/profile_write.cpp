@@ -1,0 +1,193 @@
+// Writing a profile: to_toml in schema order, with doubles in their shortest exact form,
+// and write_profile_file.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "hwprofiles/profile_schema.h"
+#include "model/error.h"
+#include "model/workload.h"
+
+namespace lorasim::hw {
+
+namespace detail {
+
+/// Shortest text that reads back as exactly `v`, always in TOML float syntax.
+std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);  // shortest round-trip, locale-free
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+std::string format_bytes(double v) {
+  // Below 2^53 every integer is exact in a double, so the integer form reads back identically.
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) <= 9007199254740992.0)
+    return std::to_string(static_cast<int64_t>(v));
+  return format_double(v);
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char esc[8];
+          std::snprintf(esc, sizeof esc, "\\u%04x", c);
+          out += esc;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string format_key(const std::string& k) {
+  const bool bare = !k.empty() && std::all_of(k.begin(), k.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  return bare ? k : quote(k);
+}
+
+std::string format_value(const CalibrationValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) return quote(x);
+        if constexpr (std::is_same_v<T, int64_t>) return std::to_string(x);
+        if constexpr (std::is_same_v<T, double>) return format_double(x);
+        if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
+      },
+      v);
+}
+
+void write_numbers(std::ostringstream& os, const Profile& p, const std::string& section) {
+  model::HardwareModel hw = p.hw;
+  for (const auto& f : number_fields()) {
+    if (section != f.section) continue;
+    const double v = f.of(hw);
+    os << f.key << " = " << (f.bytes ? format_bytes(v) : format_double(v)) << "\n";
+  }
+}
+
+[[noreturn]] void throw_io(const std::string& what, const std::string& path, int err) {
+  throw ConfigError("cannot write profile '" + path + "': " + what + ": " + std::strerror(err));
+}
+
+
+}  // namespace
+
+std::string to_toml(const Profile& p) {
+  const model::HardwareModel& hw = p.hw;
+  std::ostringstream os;
+  os << "# lorasim hardware profile: " << hw.display_name << ". Schema: docs/profile-schema.md.\n"
+     << "schema_version = " << p.schema_version << "\n\n";
+
+  os << "[gpu]\n"
+     << "name = " << quote(hw.name) << "\n"
+     << "display_name = " << quote(hw.display_name) << "\n"
+     << "memory_bytes = " << hw.memory_bytes << "\n"
+     << "bf16_supported = " << (hw.bf16_supported ? "true" : "false") << "\n";
+  write_numbers(os, p, "gpu");
+
+  os << "\n[profile]\n"
+     << "calibrated = " << (hw.calibrated ? "true" : "false") << "\n"
+     << "coefficients_precision = " << quote(model::precision_name(hw.coefficients_precision))
+     << "\n"
+     << "overlap = " << quote(hw.overlap == model::Overlap::sum ? "sum" : "max") << "\n";
+  write_numbers(os, p, "profile");
+  os << "source = " << quote(p.origin_source) << "\n";
+
+  os << "\n[time]\n";
+  write_numbers(os, p, "time");
+  os << "\n[memory]\n";
+  write_numbers(os, p, "memory");
+
+  if (!p.calibration.empty()) {
+    os << "\n[calibration]\n";
+    for (const auto& [key, value] : p.calibration.entries)
+      os << format_key(key) << " = " << format_value(value) << "\n";
+  }
+  return os.str();
+}
+
+void write_profile_file(const Profile& profile, const std::string& path) {
+  validate_profile(profile);
+  const std::string text = to_toml(profile);
+
+  // Same directory as the target, so rename() is atomic (no cross-filesystem copy). O_EXCL
+  // with a per-process counter keeps concurrent writers off each other's temporaries; mode
+  // 0666 lets the umask decide permissions, as for any newly created file.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) throw_io("cannot create a temporary file next to it", path, errno);
+
+  auto abandon = [&](const std::string& what, int err) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw_io(what, path, err);
+  };
+
+  const char* data = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      abandon("write failed", errno);
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  // Data must be on disk before the rename makes it visible, or a crash could leave an empty
+  // profile under the real name.
+  if (::fsync(fd) != 0) abandon("fsync failed", errno);
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) abandon("close failed", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) abandon("rename failed", errno);
+
+  // Best effort: persist the directory entry too. Failure here loses nothing already written.
+  std::string dir = ".";
+  if (auto slash = path.find_last_of('/'); slash != std::string::npos)
+    dir = slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace lorasim::hw
