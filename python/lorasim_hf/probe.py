@@ -25,7 +25,7 @@ import sys
 import time
 
 from lorasim_hf._deps import MissingDependency, require
-from lorasim_hf.rows import json_line, targets_cell
+from lorasim_hf.rows import check_row, json_line, targets_cell
 
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
@@ -308,6 +308,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr):
                 failures += 1
                 print(f"[{i}/{len(runs)}] {label(r)}: error: {error}", file=log, flush=True)
                 continue
+            row = check_row(row)  # None (not measured) dropped, as in the line written
             out.write(json_line(row) + "\n")
             out.flush()
             rows.append(row)

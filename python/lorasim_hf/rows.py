@@ -33,12 +33,15 @@ def targets_cell(targets):
     if isinstance(targets, str):
         targets = [t for t in targets.replace(",", ";").replace("+", ";").split(";") if t]
     targets = list(targets)
-    if targets == ["all"] or sorted(targets, key=TARGET_NAMES.index) == list(TARGET_NAMES):
+    if not targets:
+        raise ValueError("lora_targets: empty (give projections or all)")
+    if targets == ["all"]:
         return "all"
     for t in targets:
         if t not in TARGET_NAMES:
             raise ValueError(f"lora_targets: unknown projection '{t}' (known: {', '.join(TARGET_NAMES)} or all)")
-    return ";".join(sorted(set(targets), key=TARGET_NAMES.index))
+    targets = sorted(set(targets), key=TARGET_NAMES.index)
+    return "all" if targets == list(TARGET_NAMES) else ";".join(targets)
 
 
 def check_row(row):
