@@ -18,7 +18,7 @@ import time
 import warnings
 
 from lorasim_hf._deps import require
-from lorasim_hf.rows import RowWriter
+from lorasim_hf.rows import RowWriter, check_row
 
 _torch, _transformers = require("torch", "transformers")
 
@@ -74,7 +74,7 @@ def lora_columns(model):
                       "left out of lora_targets")
     row = {"lora_rank": int(cfg.r), "lora_alpha": float(cfg.lora_alpha), "lora_dropout": float(cfg.lora_dropout)}
     if short:
-        row["lora_targets"] = ";".join(short)
+        row["lora_targets"] = short  # the writer puts them in lorasim's order
     return row
 
 
@@ -186,8 +186,8 @@ class LorasimCallback(_transformers.TrainerCallback):
                     f"the row records the mean, {row['seq_len']}")
             warnings.warn("LorasimCallback: " + note)
             self.writer.comment(note)
-        self.writer.write(row)
-        self.row = row
+        self.row = check_row(row)
+        self.writer.write(self.row)
 
     def workload_row(self, args, model):
         base = _base_model(model)
