@@ -76,3 +76,17 @@ def test_allocator_from_env():
     assert allocator_from_env({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}) == "expandable"
     assert allocator_from_env({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64, expandable_segments:true"}) == "expandable"
     assert allocator_from_env({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}) == "default"
+
+
+def test_training_is_unchanged(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    from transformers import TrainerCallback
+
+    def adapters(callback, sub):
+        model = train(torch, tmp_path / sub, callback, max_steps=3)
+        return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    watched = adapters(LorasimCallback(str(tmp_path / "runs.jsonl"), warmup_steps=1, model_name="tiny"), "a")
+    plain = adapters(TrainerCallback(), "b")
+    assert watched.keys() == plain.keys()
+    assert all(torch.equal(watched[n], plain[n]) for n in plain)
