@@ -11,3 +11,7 @@ rm -rf build/CMakeCache.txt build/CMakeFiles
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
+# The python package's tests (tiny random models on the CPU), in the venv python-env.sh keeps.
+bash scripts/python-env.sh
+venv=${LORASIM_VENV:-$HOME/.cache/lorasim/venv}
+LORASIM="$PWD/build/lorasim" "$venv/bin/python" -m pytest -q tests/python

@@ -1,0 +1,25 @@
+"""lorasim for the Hugging Face stack (Transformers / TRL + PEFT).
+
+- `LorasimCallback`: a `transformers.TrainerCallback` that writes a measurement row of a real
+  `Trainer` / `SFTTrainer` run, for `lorasim validate --measurements` and `lorasim fit`.
+- `training_arguments(...)`: lorasim's recommended split as `TrainingArguments` keyword arguments.
+- `python -m lorasim_hf.probe --plan PLAN.json`: short real training steps, run by
+  `lorasim calibrate --stack hf-peft`.
+
+Importing the package needs neither torch nor transformers; the parts that do import them
+when used and name the missing package (`MissingDependency`).
+"""
+from lorasim_hf._deps import MissingDependency
+from lorasim_hf.recommend import LorasimError, training_arguments
+from lorasim_hf.rows import RowWriter, write_rows
+
+__all__ = ["LorasimCallback", "LorasimError", "MissingDependency", "RowWriter", "training_arguments",
+           "write_rows"]
+
+
+def __getattr__(name):
+    # The callback subclasses transformers.TrainerCallback, so it is imported on first use.
+    if name == "LorasimCallback":
+        from lorasim_hf.callback import LorasimCallback
+        return LorasimCallback
+    raise AttributeError(f"module 'lorasim_hf' has no attribute '{name}'")

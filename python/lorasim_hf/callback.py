@@ -1,0 +1,212 @@
+"""A transformers `TrainerCallback` that writes a measurement row of the training it watches.
+
+    trainer = Trainer(model=peft_model, args=args, train_dataset=ds,
+                      callbacks=[LorasimCallback("runs.jsonl", model_name="qwen3-1.7b")])
+    trainer.train()
+    # then: lorasim validate --measurements runs.jsonl --gpu h200
+
+It never changes training: it reads `args`, the model and its PEFT config, times the steady-state
+optimizer steps (from `on_step_begin` to `on_step_end`, synchronized on CUDA; the first
+`warmup_steps` are left out) and reads peak allocated and reserved memory over the timed steps.
+Works with any `Trainer` subclass (TRL's `SFTTrainer`). One row is appended at the end of training.
+"""
+import json
+import os
+import re
+import statistics
+import time
+import warnings
+
+from lorasim_hf._deps import require
+from lorasim_hf.rows import RowWriter, check_row
+
+_torch, _transformers = require("torch", "transformers")
+
+_PROJECTIONS = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up",
+                "down_proj": "down"}
+_PRECISIONS = {_torch.bfloat16: "bf16", _torch.float16: "fp16", _torch.float32: "fp32"}
+_ATTN = ("sdpa", "eager", "flash_attention_2")
+
+
+def allocator_from_env(env=None):
+    """'expandable' when PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF turns expandable segments on."""
+    env = os.environ if env is None else env
+    conf = ",".join(env.get(v, "") for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"))
+    settings = dict(p.split(":", 1) for p in conf.replace(" ", "").split(",") if ":" in p)
+    return "expandable" if settings.get("expandable_segments", "").lower() == "true" else "default"
+
+
+def _base_model(model):
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def _lora_config(model):
+    """The active adapter's PEFT config (PeftModel, or a transformers model with add_adapter), or None."""
+    configs = getattr(model, "peft_config", None)
+    if not configs:
+        return None
+    active = getattr(model, "active_adapter", None)
+    if callable(active):  # transformers' integration has it as a method
+        active = active()
+    if isinstance(active, (list, tuple)):
+        active = active[0] if active else None
+    return configs.get(active) or next(iter(configs.values()))
+
+
+def lora_columns(model):
+    """lora_rank, lora_alpha, lora_targets, lora_dropout of the model's LoRA adapter (empty if none)."""
+    cfg = _lora_config(model)
+    if cfg is None or str(getattr(cfg, "peft_type", "")).split(".")[-1] != "LORA":
+        warnings.warn("LorasimCallback: the model has no LoRA adapter; the row gets lorasim's LoRA defaults")
+        return {}
+    if getattr(cfg, "use_dora", False):
+        warnings.warn("LorasimCallback: DoRA adapters cost more than the LoRA lorasim models")
+    targets = cfg.target_modules
+    if isinstance(targets, str):
+        names = _PROJECTIONS if targets == "all-linear" else [
+            p for p in _PROJECTIONS if re.fullmatch(targets, p) or re.search(rf"(^|\.){p}$", targets)]
+    else:
+        names = [t.split(".")[-1] for t in targets]
+    short = [_PROJECTIONS[n] for n in names if n in _PROJECTIONS]
+    unknown = sorted(set(names) - set(_PROJECTIONS))
+    if unknown:
+        warnings.warn(f"LorasimCallback: LoRA targets {', '.join(unknown)} are not projections lorasim models; "
+                      "left out of lora_targets")
+    row = {"lora_rank": int(cfg.r), "lora_alpha": float(cfg.lora_alpha), "lora_dropout": float(cfg.lora_dropout)}
+    if short:
+        row["lora_targets"] = short  # the writer puts them in lorasim's order
+    return row
+
+
+def model_precision(model):
+    """bf16/fp16/fp32 of the frozen weights (PEFT keeps adapters in fp32 under a half-precision model)."""
+    params = list(model.parameters())
+    frozen = [p for p in params if not p.requires_grad and p.is_floating_point()] or params
+    return _PRECISIONS.get(frozen[0].dtype) if frozen else None
+
+
+def write_config(config, directory):
+    """Writes the model's config.json (with a top-level rope_theta, which lorasim reads) and returns its path."""
+    d = config.to_dict()
+    rope = d.get("rope_parameters") or {}
+    if "rope_theta" not in d and isinstance(rope, dict) and "rope_theta" in rope:
+        d["rope_theta"] = rope["rope_theta"]
+    name = os.path.basename(str(getattr(config, "name_or_path", "") or "").rstrip("/")) or d.get("model_type", "model")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.abspath(os.path.join(directory, name + ".json"))
+    with open(path, "w") as f:
+        json.dump(d, f, indent=2, sort_keys=True, default=str)
+        f.write("\n")
+    return path
+
+
+class LorasimCallback(_transformers.TrainerCallback):
+    """Appends one lorasim measurement row (.csv or .jsonl `path`) per training run.
+
+    model_name: a lorasim preset (`lorasim models`) naming the model; without it the model's
+    config.json is written to `<path>.configs/` and the row names that file.
+    """
+
+    def __init__(self, path, warmup_steps=2, model_name=None):
+        if warmup_steps < 0:
+            raise ValueError("warmup_steps must be >= 0")
+        self.writer = RowWriter(path)  # refuses a bad extension now, not after hours of training
+        self.path, self.warmup_steps, self.model_name = os.fspath(path), warmup_steps, model_name
+        self.row = None
+        self._reset()
+
+    def _reset(self):
+        self._done, self._t0, self._timing, self._hook, self._cuda = 0, None, False, None, False
+        self._times, self._lens, self._peaks = [], [], None
+
+    def _sync(self):
+        if self._cuda:
+            _torch.cuda.synchronize()
+
+    def _seen(self, module, args, kwargs):
+        if not self._timing or not module.training:
+            return
+        ids = kwargs.get("input_ids")
+        if ids is None and args and _torch.is_tensor(args[0]):
+            ids = args[0]
+        if ids is None:
+            ids = kwargs.get("inputs_embeds")
+        if _torch.is_tensor(ids) and ids.dim() >= 2:
+            self._lens.append(int(ids.shape[1]))
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self._reset()
+        self._cuda = args.device.type == "cuda" and _torch.cuda.is_available()
+        if model is not None:
+            self._hook = model.register_forward_pre_hook(self._seen, with_kwargs=True)
+        if self.warmup_steps == 0:
+            self._start_timing()
+
+    def _start_timing(self):
+        self._timing = True
+        if self._cuda:
+            self._sync()
+            _torch.cuda.reset_peak_memory_stats()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self._timing:
+            self._sync()
+            self._t0 = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._timing and self._t0 is not None:
+            self._sync()
+            self._times.append(time.perf_counter() - self._t0)
+            if self._cuda:
+                self._peaks = (_torch.cuda.max_memory_allocated(), _torch.cuda.max_memory_reserved())
+        self._done += 1
+        self._t0 = None
+        if not self._timing and self._done >= self.warmup_steps:
+            self._start_timing()
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        self._timing = False
+        if not state.is_world_process_zero:
+            return
+        if not self._times or not self._lens:
+            why = (f"no step after the {self.warmup_steps} warm-up steps was timed ({self._done} steps ran)"
+                   if not self._times else "no training forward with input_ids was seen, so no seq_len")
+            warnings.warn(f"LorasimCallback: {why}; no row written to {self.path}")
+            return
+        row = self.workload_row(args, model)
+        row.update(oom=False, step_time_s=statistics.median(self._times))
+        if self._peaks:
+            row.update(peak_allocated_bytes=self._peaks[0], peak_reserved_bytes=self._peaks[1])
+        if len(set(self._lens)) > 1:
+            note = (f"seq_len varied from {min(self._lens)} to {max(self._lens)} over the timed steps; "
+                    f"the row records the mean, {row['seq_len']}")
+            warnings.warn("LorasimCallback: " + note)
+            self.writer.comment(note)
+        self.row = check_row(row)
+        self.writer.write(self.row)
+
+    def workload_row(self, args, model):
+        base = _base_model(model)
+        config = base.config
+        if self.model_name:
+            name = self.model_name
+        else:
+            name = write_config(config, self.path + ".configs")
+        row = {"model": name, "micro_batch": int(args.per_device_train_batch_size),
+               "accumulation": int(args.gradient_accumulation_steps),
+               "grad_ckpt": bool(args.gradient_checkpointing or getattr(base, "is_gradient_checkpointing", False)),
+               "precision": model_precision(model), "autocast": bool(args.bf16 or args.fp16),
+               "allocator": allocator_from_env(), "stack": "hf-peft", "loop": "trainer"}
+        row["seq_len"] = round(statistics.mean(self._lens))
+        row.update(lora_columns(model))
+        attn = getattr(config, "_attn_implementation", None)
+        if attn in _ATTN:
+            row["attn_impl"] = attn
+        else:
+            warnings.warn(f"LorasimCallback: attention implementation {attn!r} is not one lorasim models "
+                          f"({', '.join(_ATTN)}); attn_impl left out")
+        return row

@@ -1,0 +1,351 @@
+"""Short real Hugging Face + PEFT training steps for `lorasim calibrate --stack hf-peft`.
+
+    python3 -m lorasim_hf.probe --plan PLAN.json
+
+Each planned run trains a PEFT LoRA model built from its config (random weights, truncated to
+`num_layers`) on random tokens, one optimizer step at a time exactly as transformers' `Trainer`
+runs it: `model.train()`, the forward under autocast with half-precision outputs cast to fp32
+when `autocast` (accelerate's mixed precision), the loss normalised by the tokens of the whole
+accumulation window (`num_items_in_batch`), backward (through a GradScaler for fp16), the
+per-micro-batch NaN check Trainer makes (a device sync), clipping to max_grad_norm 1.0, the
+default optimizer (fused AdamW, lr 5e-5) and linear schedule, `model.zero_grad()`.
+
+stdout: one JSON Lines measurement row per run (docs/measurements.md), flushed as each ends;
+stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized);
+`micro_batch_time_s` and `optimizer_time_s` are medians too (CUDA events on the GPU).
+Exit 0 when every run was attempted, 1 when some run failed for another reason than memory,
+2 when torch, transformers or peft is missing.
+"""
+import argparse
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+from lorasim_hf._deps import MissingDependency, require
+from lorasim_hf.rows import check_row, json_line, targets_cell
+
+RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
+                "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
+                "precision": "bf16", "autocast": True, "attn_impl": "sdpa"}
+RUN_REQUIRED = ("model", "hf_config", "seq_len", "micro_batch")
+PROJECTIONS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
+               "down": "down_proj"}
+# Config keys that name files, code or a load-time dtype, not the architecture.
+_DROPPED_CONFIG_KEYS = ("torch_dtype", "dtype", "auto_map", "quantization_config", "transformers_version",
+                        "_name_or_path", "name_or_path")
+
+
+class PlanError(ValueError):
+    pass
+
+
+def load_plan(source):
+    """(device, allocator, runs) from a plan file path or dict, with the run defaults filled in."""
+    if isinstance(source, dict):
+        plan, name = source, "plan"
+    else:
+        name = os.fspath(source)
+        try:
+            with open(name) as f:
+                plan = json.load(f)
+        except (OSError, ValueError) as e:
+            raise PlanError(f"cannot read plan '{name}': {e}") from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("runs"), list):
+        raise PlanError(f"{name}: expected an object with a list 'runs'")
+    device = plan.get("device", "cuda")
+    allocator = plan.get("allocator", "expandable")
+    if device not in ("cuda", "cpu"):
+        raise PlanError(f"{name}: device must be cuda or cpu, got {device!r}")
+    if allocator not in ("expandable", "default"):
+        raise PlanError(f"{name}: allocator must be expandable or default, got {allocator!r}")
+    runs = []
+    for i, r in enumerate(plan["runs"], 1):
+        where = f"{name}: run {i}"
+        if not isinstance(r, dict):
+            raise PlanError(f"{where}: expected an object")
+        for k in RUN_REQUIRED:
+            if r.get(k) is None:
+                raise PlanError(f"{where}: missing '{k}'")
+        if not isinstance(r["hf_config"], dict) or "model_type" not in r["hf_config"]:
+            raise PlanError(f"{where}: hf_config must be a config.json object with model_type")
+        run = dict(RUN_DEFAULTS)
+        run.update({k: v for k, v in r.items() if v is not None})
+        for k in ("seq_len", "micro_batch", "accumulation", "steps", "lora_rank"):
+            if not isinstance(run[k], int) or isinstance(run[k], bool) or run[k] < 1:
+                raise PlanError(f"{where}: {k} must be a whole number >= 1, got {run[k]!r}")
+        if not isinstance(run["warmup_steps"], int) or run["warmup_steps"] < 0:
+            raise PlanError(f"{where}: warmup_steps must be a whole number >= 0")
+        if run["num_layers"] is not None and (not isinstance(run["num_layers"], int) or run["num_layers"] < 1):
+            raise PlanError(f"{where}: num_layers must be null or a whole number >= 1")
+        if run["precision"] not in ("bf16", "fp16", "fp32"):
+            raise PlanError(f"{where}: precision must be bf16, fp16 or fp32")
+        try:
+            run["lora_targets"] = targets_cell(run["lora_targets"])
+        except ValueError as e:
+            raise PlanError(f"{where}: {e}") from None
+        unknown = sorted(set(r) - set(RUN_DEFAULTS) - set(RUN_REQUIRED))
+        if unknown:  # a newer lorasim may plan more; say so, but measure what is understood
+            print(f"probe: {where}: ignoring unknown key(s) {', '.join(unknown)}", file=sys.stderr)
+        runs.append(run)
+    return device, allocator, runs
+
+
+def model_key(run):
+    """Runs with equal keys share one built model (weights, adapters, checkpointing)."""
+    return (json.dumps(run["hf_config"], sort_keys=True), run["num_layers"], run["precision"], run["attn_impl"],
+            run["grad_ckpt"], run["lora_rank"], float(run["lora_alpha"]), run["lora_targets"],
+            float(run["lora_dropout"]))
+
+
+def set_allocator(allocator):
+    """PYTORCH_CUDA_ALLOC_CONF for the plan's allocator; must run before torch initialises CUDA."""
+    for var in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        parts = [p for p in os.environ.get(var, "").split(",") if p and not p.startswith("expandable_segments")]
+        if var == "PYTORCH_CUDA_ALLOC_CONF" and allocator == "expandable":
+            parts.append("expandable_segments:True")
+        if parts:
+            os.environ[var] = ",".join(parts)
+        else:
+            os.environ.pop(var, None)
+
+
+def hf_config_kwargs(run):
+    """The run's config.json fields, truncated to num_layers, as `AutoConfig.for_model` takes them."""
+    d = {k: v for k, v in run["hf_config"].items() if k not in _DROPPED_CONFIG_KEYS}
+    full, n = d.get("num_hidden_layers"), run["num_layers"]
+    if n is not None:
+        d["num_hidden_layers"] = n
+        for k, v in d.items():  # per-layer lists (layer_types, ...) shrink with the model
+            if isinstance(v, list) and isinstance(full, int) and len(v) == full:
+                d[k] = v[:n]
+    d["use_cache"] = False  # what Trainer sets (TrainingArguments.use_cache)
+    return d
+
+
+class Probe:
+    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr):
+        self.torch, self.transformers, self.peft = require("torch", "transformers", "peft")
+        self.device, self.allocator, self.out, self.log = device, allocator, out, log
+        if device == "cuda" and not self.torch.cuda.is_available():
+            raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
+        self.cuda = device == "cuda"
+        # The libraries' objects never become garbage; leaving them out of every collection makes
+        # gc.collect() between runs take microseconds instead of a quarter of a second.
+        gc.collect()
+        gc.freeze()
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def build(self, run):
+        torch, transformers, peft = self.torch, self.transformers, self.peft
+        kw = hf_config_kwargs(run)
+        cfg = transformers.AutoConfig.for_model(kw.pop("model_type"), **kw)
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[run["precision"]]
+        torch.manual_seed(0)
+        with torch.device(self.device):  # random init where the model runs: seconds, not a minute on the CPU
+            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
+                                                                   attn_implementation=run["attn_impl"])
+        targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
+            PROJECTIONS[t] for t in run["lora_targets"].split(";")]
+        lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
+                               target_modules=targets, bias="none", task_type="CAUSAL_LM")
+        model = peft.get_peft_model(model, lora)
+        if run["grad_ckpt"]:  # as Trainer does with gradient_checkpointing=True (it also enables input grads)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        return model, cfg.vocab_size
+
+    def run(self, model, vocab, run):
+        """One measurement row; raises torch.cuda.OutOfMemoryError through."""
+        torch = self.torch
+        b, a, s = run["micro_batch"], run["accumulation"], run["seq_len"]
+        half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(run["precision"], torch.bfloat16)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        # Trainer's two groups (decay / no decay, weight_decay 0.0 by default) and default optimizer.
+        opt = torch.optim.AdamW([{"params": trainable, "weight_decay": 0.0}, {"params": [], "weight_decay": 0.0}],
+                                lr=5e-5, betas=(0.9, 0.999), eps=1e-8, fused=True)
+        sched = self.transformers.get_scheduler("linear", opt, num_warmup_steps=0,
+                                                num_training_steps=run["warmup_steps"] + run["steps"])
+        scaler = torch.amp.GradScaler(self.device) if run["autocast"] and half == torch.float16 else None
+        gen = torch.Generator().manual_seed(0)
+        tr_loss = torch.zeros((), device=self.device)
+
+        def forward(ids, n_items):
+            inputs = {"input_ids": ids.to(self.device), "labels": ids.to(self.device)}
+            if not run["autocast"]:
+                return model(**inputs, num_items_in_batch=n_items)["loss"]
+            with torch.autocast(self.device, dtype=half):
+                out = model(**inputs, num_items_in_batch=n_items)
+            # accelerate's convert_outputs_to_fp32: every half-precision output (the logits) gets an fp32 copy
+            out = {k: v.float() if torch.is_tensor(v) and v.dtype in (torch.float16, torch.bfloat16) else v
+                   for k, v in out.items()}
+            return out["loss"]
+
+        def step():
+            batches = [torch.randint(0, vocab, (b, s), generator=gen) for _ in range(a)]
+            if self.cuda:
+                batches = [x.pin_memory() for x in batches]
+            n_items = sum(x[..., 1:].ne(-100).sum() for x in batches).to(self.device)
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)] if self.cuda else None
+            self.sync()
+            t0 = time.perf_counter()
+            if ev:
+                ev[0].record()
+            for ids in batches:
+                model.train()
+                loss = forward(ids, n_items)
+                (scaler.scale(loss) if scaler else loss).backward()
+                loss = loss.detach()
+                if torch.isnan(loss) or torch.isinf(loss):  # Trainer's logging_nan_inf_filter: a sync
+                    pass
+                tr_loss.add_(loss)
+                del loss
+            t1 = time.perf_counter()
+            if ev:
+                ev[1].record()
+            if scaler:
+                scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if scaler:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            sched.step()
+            model.zero_grad()
+            if ev:
+                ev[2].record()
+            self.sync()
+            t2 = time.perf_counter()
+            if ev:
+                return t2 - t0, ev[0].elapsed_time(ev[1]) / 1e3 / a, ev[1].elapsed_time(ev[2]) / 1e3
+            return t2 - t0, (t1 - t0) / a, t2 - t1
+
+        if self.cuda:  # the peak covers this run alone, not what an earlier run left cached
+            torch.cuda.empty_cache()
+        for _ in range(run["warmup_steps"]):
+            step()
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats()
+        times = [step() for _ in range(run["steps"])]
+        row = self.workload_row(run)
+        row.update(oom=False, step_time_s=statistics.median(t[0] for t in times),
+                   micro_batch_time_s=statistics.median(t[1] for t in times),
+                   optimizer_time_s=statistics.median(t[2] for t in times))
+        if self.cuda:
+            row.update(peak_allocated_bytes=torch.cuda.max_memory_allocated(),
+                       peak_reserved_bytes=torch.cuda.max_memory_reserved())
+        return row
+
+    def workload_row(self, run):
+        return {"model": run["model"], "num_layers": run["num_layers"], "seq_len": run["seq_len"],
+                "micro_batch": run["micro_batch"], "accumulation": run["accumulation"],
+                "grad_ckpt": bool(run["grad_ckpt"]), "lora_rank": run["lora_rank"],
+                "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
+                "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
+                "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
+                "autocast": bool(run["autocast"]), "loop": "probe"}
+
+    def free(self):
+        gc.collect()
+        if self.cuda:
+            self.torch.cuda.empty_cache()
+
+
+def label(run):
+    return (f"{run['model']} L={run['num_layers'] or 'all'} s={run['seq_len']} b={run['micro_batch']} "
+            f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}")
+
+
+def run_plan(plan, out=sys.stdout, log=sys.stderr):
+    """Measures every run of `plan` (a path or dict); returns (rows, failures). Rows go to `out` as they end.
+
+    Runs sharing a model are measured together (first appearance order), so each model is
+    built once; every row names its whole workload.
+    """
+    t_start = time.perf_counter()
+    device, allocator, runs = load_plan(plan)
+    if "torch" in sys.modules and device == "cuda":
+        print("probe: torch was imported before the plan set the allocator; it may not apply", file=log)
+    set_allocator(allocator)
+    probe = Probe(device, allocator, out, log)
+    t_imports = time.perf_counter() - t_start
+    order, groups = [], {}
+    for i, r in enumerate(runs, 1):
+        key = model_key(r)
+        if key not in groups:
+            order.append(key)
+            groups[key] = []
+        groups[key].append((i, r))
+    rows, failures, t_build = [], 0, 0.0
+    for key in order:
+        first = groups[key][0][1]
+        t0 = time.perf_counter()
+        try:
+            model, vocab = probe.build(first)
+        except probe.torch.cuda.OutOfMemoryError:
+            model = None
+        except Exception as e:  # a config transformers cannot build: its runs fail, the others go on
+            print(f"probe: error: cannot build {label(first)}: {type(e).__name__}: {e}", file=log)
+            failures += len(groups[key])
+            continue
+        t_build += time.perf_counter() - t0
+        for i, r in groups[key]:
+            row, error = None, None
+            try:
+                if model is None:
+                    raise probe.torch.cuda.OutOfMemoryError("building the model")
+                row = probe.run(model, vocab, r)
+            except probe.torch.cuda.OutOfMemoryError:
+                row = dict(probe.workload_row(r), oom=True)
+            except Exception as e:
+                error = f"{type(e).__name__}: {e}"
+            if model is not None:
+                model.zero_grad(set_to_none=True)
+            probe.free()  # after the except block: the traceback no longer holds the step's tensors
+            if error:
+                failures += 1
+                print(f"[{i}/{len(runs)}] {label(r)}: error: {error}", file=log, flush=True)
+                continue
+            row = check_row(row)  # None (not measured) dropped, as in the line written
+            out.write(json_line(row) + "\n")
+            out.flush()
+            rows.append(row)
+            print(f"[{i}/{len(runs)}] {label(r)}: {progress(row)}", file=log, flush=True)
+        del model
+        probe.free()
+    print(f"probe: {len(rows)} of {len(runs)} runs in {time.perf_counter() - t_start:.1f} s "
+          f"(imports {t_imports:.1f} s, {len(order)} models built in {t_build:.1f} s)", file=log, flush=True)
+    return rows, failures
+
+
+def progress(row):
+    if row.get("oom"):
+        return "out of memory"
+    text = f"{row['step_time_s']:.4f} s/step"
+    if "peak_reserved_bytes" in row:
+        text += f", {row['peak_reserved_bytes'] / 2**30:.1f} GiB"
+    return text
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m lorasim_hf.probe", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--plan", required=True, help="plan JSON written by `lorasim calibrate --stack hf-peft`")
+    args = ap.parse_args(argv)
+    try:
+        _, failures = run_plan(args.plan)
+    except MissingDependency as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except PlanError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""lorasim's recommended split as `TrainingArguments` keyword arguments.
+
+    from lorasim_hf import training_arguments
+    split = training_arguments(model="qwen3-1.7b", effective_batch=32, seq_len=1024, gpu="l4")
+    args = TrainingArguments(output_dir="out", bf16=True, **split)
+
+Runs `lorasim recommend --format json` (the binary from `lorasim=`, else $LORASIM, else PATH).
+"""
+import json
+import os
+import shutil
+import subprocess
+
+
+class LorasimError(RuntimeError):
+    """lorasim is missing, failed, or found no split that fits."""
+
+
+def find_lorasim(lorasim=None):
+    """Path of the lorasim binary: the argument, else $LORASIM, else `lorasim` on PATH."""
+    name = lorasim or os.environ.get("LORASIM") or "lorasim"
+    path = shutil.which(name)
+    if path is None:
+        where = ("lorasim=" if lorasim else "$LORASIM" if os.environ.get("LORASIM") else "PATH")
+        raise LorasimError(f"lorasim binary '{name}' not found (from {where}); build it (cmake --build build) "
+                           "and pass lorasim='path/to/lorasim', set $LORASIM, or put it on PATH")
+    return path
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, lorasim=None, **options):
+    """The `lorasim recommend` command line for these arguments (a list)."""
+    if (gpu is None) == (profile is None):
+        raise ValueError("give exactly one of gpu= (an embedded profile, e.g. 'h200') or profile= (a TOML file)")
+    cmd = [find_lorasim(lorasim), "recommend", "--format", "json"]
+    model = os.fspath(model)
+    is_config = model.endswith(".json") or os.sep in model or (os.altsep and os.altsep in model)
+    cmd += ["--model-config" if is_config else "--model", model]
+    cmd += ["--effective-batch", str(int(effective_batch)), "--seq-len", str(int(seq_len))]
+    cmd += ["--gpu", gpu] if gpu is not None else ["--profile", os.fspath(profile)]
+    # Only what the caller gives: a lorasim without the stack flags must still answer the rest.
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key == "grad_ckpt":
+            if value:
+                cmd.append("--grad-ckpt")
+        elif key == "lora_targets" and not isinstance(value, str):
+            cmd += ["--lora-targets", ",".join(value)]
+        elif isinstance(value, bool):
+            cmd += [_flag(key), "true" if value else "false"]
+        else:
+            cmd += [_flag(key), str(value)]
+    return cmd
+
+
+def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, lora_rank=None,
+                       lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
+                       lora_dropout=None, allocator=None, autocast=None, memory_limit=None, safety_margin=None,
+                       lorasim=None):
+    """{"per_device_train_batch_size": b, "gradient_accumulation_steps": a}: lorasim's fastest split that fits.
+
+    `model` is a preset name (`lorasim models`) or a config.json path; options left at None
+    are not passed (lorasim's defaults apply). Raises LorasimError when the binary is missing,
+    fails, or no split fits.
+    """
+    cmd = recommend_command(model, effective_batch, seq_len, gpu=gpu, profile=profile, lorasim=lorasim,
+                            grad_ckpt=grad_ckpt, lora_rank=lora_rank, lora_alpha=lora_alpha,
+                            lora_targets=lora_targets, precision=precision, stack=stack, attn_impl=attn_impl,
+                            lora_dropout=lora_dropout, allocator=allocator, autocast=autocast,
+                            memory_limit=memory_limit, safety_margin=safety_margin)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise LorasimError(f"cannot run {cmd[0]}: {e}") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}").splitlines()[-1]
+        raise LorasimError(f"lorasim recommend failed: {msg}")
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        raise LorasimError("lorasim recommend --format json printed no JSON: " + proc.stdout[:200]) from None
+    best = result.get("recommended")
+    if best is None:
+        limit = result.get("usable_memory_bytes")
+        where = f" in {limit / 2**30:.1f} GiB usable" if isinstance(limit, (int, float)) else ""
+        raise LorasimError(f"no split of effective batch {effective_batch} at {seq_len} tokens fits{where}; "
+                           "try grad_ckpt=True, a shorter seq_len, or a smaller effective batch")
+    return {"per_device_train_batch_size": int(best["micro_batch"]),
+            "gradient_accumulation_steps": int(best["accumulation"])}

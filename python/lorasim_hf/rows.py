@@ -1,0 +1,167 @@
+"""Measurement rows in lorasim's format (docs/measurements.md): CSV with a header or JSON Lines,
+chosen by the file's extension. lorasim's C++ reader is the one parser; this module only writes.
+
+A row is a dict with known keys; a value of None means "not measured" and is left out.
+"""
+import csv
+import io
+import json
+import math
+import os
+
+# lorasim's columns in the order its own writer emits them, then the stack's (issue 11).
+COLUMNS = (
+    "model", "num_layers", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
+    "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
+    "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
+    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop",
+)
+REQUIRED = ("model", "seq_len", "micro_batch")
+_INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "peak_allocated_bytes",
+         "peak_reserved_bytes"}
+_FLOATS = {"lora_alpha", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s", "optimizer_time_s",
+           "lora_dropout"}
+_BOOLS = {"grad_ckpt", "oom", "autocast"}
+_CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim"),
+            "attn_impl": ("sdpa", "eager", "flash_attention_2"), "allocator": ("default", "expandable"),
+            "loop": ("trainer", "plain", "probe")}
+TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def targets_cell(targets):
+    """lora_targets as lorasim reads it: 'all' or short names joined by ';' (CSV cells hold no bare commas)."""
+    if isinstance(targets, str):
+        targets = [t for t in targets.replace(",", ";").replace("+", ";").split(";") if t]
+    targets = list(targets)
+    if not targets:
+        raise ValueError("lora_targets: empty (give projections or all)")
+    if targets == ["all"]:
+        return "all"
+    for t in targets:
+        if t not in TARGET_NAMES:
+            raise ValueError(f"lora_targets: unknown projection '{t}' (known: {', '.join(TARGET_NAMES)} or all)")
+    targets = sorted(set(targets), key=TARGET_NAMES.index)
+    return "all" if targets == list(TARGET_NAMES) else ";".join(targets)
+
+
+def check_row(row):
+    """The row with None values dropped and every value checked; raises ValueError naming the key."""
+    unknown = [k for k in row if k not in COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown measurement column(s) {', '.join(map(repr, unknown))} "
+                         f"(known: {', '.join(COLUMNS)})")
+    out = {k: v for k, v in row.items() if v is not None}
+    for k in REQUIRED:
+        if k not in out:
+            raise ValueError(f"measurement row without required column '{k}'")
+    if not out.get("oom") and "step_time_s" not in out:
+        raise ValueError("measurement row without step_time_s (required unless oom is true)")
+    for k, v in out.items():
+        if k in _BOOLS:
+            if not isinstance(v, bool):
+                raise ValueError(f"column {k}: expected true or false, got {v!r}")
+        elif k in _INTS:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"column {k}: expected a whole number >= 0, got {v!r}")
+        elif k in _FLOATS:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"column {k}: expected a finite number, got {v!r}")
+        elif k == "lora_targets":
+            out[k] = targets_cell(v)
+        elif k in _CHOICES:
+            if v not in _CHOICES[k]:
+                raise ValueError(f"column {k}: expected one of {', '.join(_CHOICES[k])}, got {v!r}")
+        elif not isinstance(v, str) or not v:
+            raise ValueError(f"column {k}: expected a non-empty string, got {v!r}")
+    return out
+
+
+def json_line(row):
+    """One JSON Lines row (no newline), keys in lorasim's column order."""
+    row = check_row(row)
+    return json.dumps({k: row[k] for k in COLUMNS if k in row})
+
+
+def _csv_cell(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)  # shortest round-trip form
+    return str(v)
+
+
+def _csv_header(path):
+    """The header of an existing CSV file (first line not blank and not a '#' comment), or None."""
+    with open(path, newline="") as f:
+        for line in f:
+            if line.strip() and not line.lstrip().startswith("#"):
+                return next(csv.reader([line]))
+    return None
+
+
+class RowWriter:
+    """Appends rows to a .csv or .jsonl file (flushed and synced per row, so a crash loses nothing).
+
+    A new CSV file gets lorasim's full header; an existing one keeps its own header, and a row
+    with a column that header lacks is refused rather than written misaligned.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        if self.path.endswith(".csv"):
+            self.format = "csv"
+        elif self.path.endswith(".jsonl") or self.path.endswith(".ndjson"):
+            self.format = "jsonl"
+        else:
+            raise ValueError(f"measurement file '{self.path}': the name must end in .csv or .jsonl "
+                             "(lorasim reads the format from it)")
+        exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
+        self.header = _csv_header(self.path) if exists and self.format == "csv" else None
+        if self.header:
+            unknown = [k for k in self.header if k not in COLUMNS]
+            if unknown:
+                raise ValueError(f"{self.path}: existing header has unknown column(s) {', '.join(unknown)}")
+        self._ends_with_newline = not exists or _ends_with_newline(self.path)
+
+    def comment(self, text):
+        """A '# ...' line; lorasim skips it in both formats."""
+        self._append("".join(f"# {line}\n" for line in str(text).splitlines() or [""]))
+
+    def write(self, row):
+        if self.format == "jsonl":
+            self._append(json_line(row) + "\n")
+            return
+        row = check_row(row)
+        text = io.StringIO()
+        w = csv.writer(text, lineterminator="\n")
+        if self.header is None:
+            self.header = list(COLUMNS)
+            w.writerow(self.header)
+        missing = [k for k in row if k not in self.header]
+        if missing:
+            raise ValueError(f"{self.path}: its header has no column {', '.join(missing)}; "
+                             "write to a new file (or a .jsonl file)")
+        w.writerow([_csv_cell(row[k]) if k in row else "" for k in self.header])
+        self._append(text.getvalue())
+
+    def _append(self, text):
+        if not self._ends_with_newline:  # a file cut off mid-line must not glue two rows together
+            text = "\n" + text
+        with open(self.path, "a", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        self._ends_with_newline = True
+
+
+def _ends_with_newline(path):
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def write_rows(path, rows):
+    """Appends each row of `rows` to `path` (.csv or .jsonl)."""
+    w = RowWriter(path)
+    for row in rows:
+        w.write(row)

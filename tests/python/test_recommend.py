@@ -1,0 +1,76 @@
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from lorasim_hf import LorasimError, training_arguments
+
+RESULT = {"splits": [{"micro_batch": 1, "accumulation": 8, "fits": True}, {"micro_batch": 8, "accumulation": 1,
+                                                                          "fits": False}],
+          "recommended": {"micro_batch": 4, "accumulation": 2, "step_time_s": 0.5,
+                          "hf_args": "--per_device_train_batch_size 4 --gradient_accumulation_steps 2"},
+          "usable_memory_bytes": 16 * 2**30, "notes": []}
+
+
+def fake_lorasim(tmp_path, result=RESULT, exit_code=0, stderr=""):
+    """A `lorasim` that records its arguments and prints `result` as `recommend --format json` does."""
+    args_file = tmp_path / "args.json"
+    script = tmp_path / "lorasim"
+    script.write_text(f"#!{sys.executable}\n"
+                      "import json, sys\n"
+                      f"json.dump(sys.argv[1:], open({str(args_file)!r}, 'w'))\n"
+                      f"sys.stderr.write({stderr!r})\n"
+                      f"print(json.dumps({result!r}))\n"
+                      f"sys.exit({exit_code})\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script), args_file
+
+
+def test_recommended_split_as_training_arguments(tmp_path):
+    exe, args_file = fake_lorasim(tmp_path)
+    kw = training_arguments(model="qwen3-1.7b", effective_batch=8, seq_len=512, gpu="l4", grad_ckpt=True,
+                            lora_targets=["q", "v"], lorasim=exe)
+    assert kw == {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2}
+    assert json.loads(args_file.read_text()) == [
+        "recommend", "--format", "json", "--model", "qwen3-1.7b", "--effective-batch", "8", "--seq-len", "512",
+        "--gpu", "l4", "--grad-ckpt", "--lora-targets", "q,v"]
+
+
+def test_stack_options_are_passed_only_when_given(tmp_path, monkeypatch):
+    exe, args_file = fake_lorasim(tmp_path)
+    monkeypatch.setenv("LORASIM", exe)  # found through $LORASIM
+    config = tmp_path / "config.json"
+    training_arguments(model=str(config), effective_batch=16, seq_len=1024, profile="my.toml", stack="hf-peft",
+                       attn_impl="sdpa", lora_dropout=0.05, allocator="default", autocast=False)
+    assert json.loads(args_file.read_text())[3:] == [
+        "--model-config", str(config), "--effective-batch", "16", "--seq-len", "1024", "--profile", "my.toml",
+        "--stack", "hf-peft", "--attn-impl", "sdpa", "--lora-dropout", "0.05", "--allocator", "default",
+        "--autocast", "false"]
+
+
+def test_nothing_fits_missing_binary_and_failures_are_clear(tmp_path, monkeypatch):
+    exe, _ = fake_lorasim(tmp_path, result=dict(RESULT, recommended=None))
+    with pytest.raises(LorasimError, match="no split of effective batch 8 at 512 tokens fits in 16.0 GiB usable"):
+        training_arguments(model="qwen3-8b", effective_batch=8, seq_len=512, gpu="t4", lorasim=exe)
+    monkeypatch.delenv("LORASIM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(LorasimError, match="lorasim binary 'lorasim' not found"):
+        training_arguments(model="qwen3-8b", effective_batch=8, seq_len=512, gpu="t4")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    exe, _ = fake_lorasim(bad, exit_code=2, stderr="error: unknown GPU 'h300' (see `lorasim profiles`)\n")
+    with pytest.raises(LorasimError, match="recommend failed: error: unknown GPU 'h300'"):
+        training_arguments(model="qwen3-8b", effective_batch=8, seq_len=512, gpu="h300", lorasim=exe)
+    with pytest.raises(ValueError, match="exactly one of gpu"):
+        training_arguments(model="qwen3-8b", effective_batch=8, seq_len=512, lorasim=exe)
+
+
+def test_with_the_real_binary():
+    from conftest import lorasim_binary
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
+    kw = training_arguments(model="qwen3-1.7b", effective_batch=16, seq_len=512, gpu="h200", lorasim=exe)
+    assert kw["per_device_train_batch_size"] * kw["gradient_accumulation_steps"] == 16
