@@ -55,11 +55,18 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
   // On CUDA the depths stay small enough that one micro-batch's kernels fit in the launch
   // queue (about a thousand entries): the host/device split measurement needs the host to
   // enqueue a whole micro-batch while the GPU sleeps.
-  if (depths.empty()) depths = is_cuda ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{1, 2};
+  if (depths.empty()) {
+    depths = is_cuda ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{1, 2};
+    for (int64_t& d : depths) d = std::min(d, full);  // a shallower reference: its own depth
+  }
   std::vector<int64_t> seqs = opt.seq_lens;
   if (seqs.empty()) seqs = is_cuda ? std::vector<int64_t>{256, 1024, 4096} : std::vector<int64_t>{32, 128};
   const int64_t max_tokens = opt.max_tokens > 0 ? opt.max_tokens : (is_cuda ? 16384 : 1024);
-  for (int64_t& d : depths) d = std::min(d, full);
+  for (int64_t d : depths)
+    if (d > full)
+      throw InputError("calibration depth " + std::to_string(d) + " is deeper than '" + opt.reference.arch.name +
+                       "', which has " + std::to_string(full) + " layers: choose depths from 1 to " +
+                       std::to_string(full));
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
 
@@ -152,6 +159,11 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
 
   size_t done = 0;
   double last_run_s = 0;
+  auto interrupted = [&] {
+    return CalibrationError("calibration interrupted after " + std::to_string(res.measurements.size()) + " of " +
+                            std::to_string(res.plan.size()) + " runs (" + std::to_string(static_cast<int>(elapsed())) +
+                            " s); no profile was written");
+  };
   for (const Key& key : order) {
     model::Workload w = opt.reference;
     const std::string& name = std::get<0>(key);
@@ -161,10 +173,7 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
     std::unique_ptr<Trainer> trainer;
     std::map<int64_t, int64_t> oom_at;  // seq_len -> smallest micro-batch that ran out of memory
     for (const PlannedRun* p : groups[key]) {
-      if (should_stop && should_stop())
-        throw CalibrationError("calibration interrupted after " + std::to_string(res.measurements.size()) + " of " +
-                               std::to_string(res.plan.size()) + " runs (" + std::to_string(static_cast<int>(elapsed())) +
-                               " s); no profile was written");
+      if (should_stop && should_stop()) throw interrupted();
       CalibrationProgress ev;
       ev.total = res.plan.size();
       ev.label = p->label();
@@ -189,7 +198,13 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
       spec.measure_steps = opt.measure_steps;
       spec.memory_limit_bytes = opt.memory_limit_bytes;
       spec.split_host_device = p->split;
-      const RunResult r = trainer->run(spec);
+      spec.should_stop = should_stop;
+      RunResult r;
+      try {
+        r = trainer->run(spec);
+      } catch (const RunInterrupted&) {
+        throw interrupted();
+      }
       if (r.oom) oom_at[p->seq_len] = std::min(oom_at.count(p->seq_len) ? oom_at[p->seq_len] : INT64_MAX, p->micro_batch);
       res.measurements.push_back(to_measurement(spec.workload, r));
       last_run_s = elapsed() - run_start;

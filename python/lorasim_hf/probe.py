@@ -29,7 +29,12 @@ from lorasim_hf.rows import check_row, json_line, targets_cell
 
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
-                "precision": "bf16", "autocast": True, "attn_impl": "sdpa"}
+                "precision": "bf16", "autocast": True, "attn_impl": "sdpa",
+                "loop": "trainer"}
+# "trainer": the step transformers' Trainer runs; "plain": the loop most scripts write --
+# model(input_ids, labels=...), loss / accumulation, backward, torch.optim.AdamW's default
+# (foreach) step, zero_grad -- with no fp32 output copies, clipping, NaN check or scheduler.
+LOOPS = ("trainer", "plain")
 RUN_REQUIRED = ("model", "hf_config", "seq_len", "micro_batch")
 PROJECTIONS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
                "down": "down_proj"}
@@ -80,6 +85,8 @@ def load_plan(source):
             raise PlanError(f"{where}: warmup_steps must be a whole number >= 0")
         if run["num_layers"] is not None and (not isinstance(run["num_layers"], int) or run["num_layers"] < 1):
             raise PlanError(f"{where}: num_layers must be null or a whole number >= 1")
+        if run["loop"] not in LOOPS:
+            raise PlanError(f"{where}: loop must be one of {', '.join(LOOPS)}, got {run['loop']!r}")
         if run["precision"] not in ("bf16", "fp16", "fp32"):
             raise PlanError(f"{where}: precision must be bf16, fp16 or fp32")
         try:
@@ -166,8 +173,12 @@ class Probe:
         half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(run["precision"], torch.bfloat16)
         trainable = [p for p in model.parameters() if p.requires_grad]
         # Trainer's two groups (decay / no decay, weight_decay 0.0 by default) and default optimizer.
-        opt = torch.optim.AdamW([{"params": trainable, "weight_decay": 0.0}, {"params": [], "weight_decay": 0.0}],
-                                lr=5e-5, betas=(0.9, 0.999), eps=1e-8, fused=True)
+        plain = run["loop"] == "plain"
+        if plain:
+            opt = torch.optim.AdamW(trainable, lr=5e-5)
+        else:
+            opt = torch.optim.AdamW([{"params": trainable, "weight_decay": 0.0}, {"params": [], "weight_decay": 0.0}],
+                                    lr=5e-5, betas=(0.9, 0.999), eps=1e-8, fused=True)
         sched = self.transformers.get_scheduler("linear", opt, num_warmup_steps=0,
                                                 num_training_steps=run["warmup_steps"] + run["steps"])
         scaler = torch.amp.GradScaler(self.device) if run["autocast"] and half == torch.float16 else None
@@ -176,6 +187,11 @@ class Probe:
 
         def forward(ids, n_items):
             inputs = {"input_ids": ids.to(self.device), "labels": ids.to(self.device)}
+            if plain:
+                if not run["autocast"]:
+                    return model(**inputs).loss / a
+                with torch.autocast(self.device, dtype=half):
+                    return model(**inputs).loss / a
             if not run["autocast"]:
                 return model(**inputs, num_items_in_batch=n_items)["loss"]
             with torch.autocast(self.device, dtype=half):
@@ -200,7 +216,7 @@ class Probe:
                 loss = forward(ids, n_items)
                 (scaler.scale(loss) if scaler else loss).backward()
                 loss = loss.detach()
-                if torch.isnan(loss) or torch.isinf(loss):  # Trainer's logging_nan_inf_filter: a sync
+                if not plain and (torch.isnan(loss) or torch.isinf(loss)):  # Trainer's nan/inf filter: a sync
                     pass
                 tr_loss.add_(loss)
                 del loss
@@ -209,13 +225,15 @@ class Probe:
                 ev[1].record()
             if scaler:
                 scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if not plain:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             if scaler:
                 scaler.step(opt)
                 scaler.update()
             else:
                 opt.step()
-            sched.step()
+            if not plain:
+                sched.step()
             model.zero_grad()
             if ev:
                 ev[2].record()
@@ -248,7 +266,7 @@ class Probe:
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
                 "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
                 "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
-                "autocast": bool(run["autocast"]), "loop": "probe"}
+                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe"}
 
     def free(self):
         gc.collect()

@@ -80,6 +80,16 @@ def test_rows_from_a_tiny_plan_in_process(tmp_path, torch):
     lorasim_validate(str(path))
 
 
+def test_plain_loop_trains_the_same_adapters_without_trainer_extras(tmp_path, torch):
+    plan = tiny_plan(tmp_path)
+    plan["runs"] = [dict(plan["runs"][0], loop="plain"), dict(plan["runs"][0], loop="trainer")]
+    rows, failures = probe.run_plan(plan, out=io.StringIO(), log=io.StringIO())
+    assert failures == 0
+    assert [r["loop"] for r in rows] == ["plain", "probe"]
+    with pytest.raises(probe.PlanError, match="loop must be one of trainer, plain"):
+        probe.load_plan({"runs": [dict(plan["runs"][0], loop="accelerate")]})
+
+
 def test_module_entry_point_streams_rows(tmp_path):
     plan = tiny_plan(tmp_path)
     plan["runs"] = plan["runs"][:1]
