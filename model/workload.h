@@ -6,6 +6,7 @@
 
 #include "model/architecture.h"
 #include "model/lora.h"
+#include "model/stack.h"
 
 namespace lorasim::model {
 
@@ -28,6 +29,7 @@ struct Workload {
   Architecture arch;
   LoraSpec lora;
   TrainingSpec train;
+  StackSpec stack;  ///< the program that trains (hf-peft by default: what most users run)
 
   /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, ...).
   void validate() const;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Collects the hf-peft stack's measurements on the GPU machine, in stages (STAGES, a space
+# separated list; each stage is bounded by its own timeout), writing rows and logs under $OUT:
+#   build    scripts/gpu/build.sh (the C++ binaries against the machine's CUDA LibTorch)
+#   calib    the probe on bench/hf/calib-plan-*.json (the hf-peft calibration plan), timed
+#   saved    bench/hf/saved_tensors_gpu.sh (saved-tensor bytes per module), tarred
+#   heldout  bench/hf/heldout.py, both allocators (probe step: Trainer's and the plain loop)
+#   trainer  bench/hf/trainer_runs.py --sft (a real Trainer and SFTTrainer with LorasimCallback)
+# Wheels the machine lacks (trl and its needs) travel in .whl/ (README of the device tool).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/hf-collect}
+mkdir -p "$OUT"
+STAGES=${STAGES:-"build calib saved heldout trainer"}
+export PYTHONUNBUFFERED=1
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site:$PWD/python
+fi
+export PYTHONPATH=${PYTHONPATH:-$PWD/python}
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc;
+  python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'; } > "$OUT/machine.txt" 2>&1
+stage() { echo "== $1 $(date -u +%T)" >&2; }
+for s in $STAGES; do
+  case $s in
+    build) stage build; ( time bash scripts/gpu/build.sh build-gpu ) > "$OUT/build.log" 2>&1 || echo "build failed" >&2 ;;
+    calib)
+      stage calib
+      for a in default expandable; do
+        /usr/bin/time -f "probe $a: %e s wall" timeout 150 python3 -m lorasim_hf.probe --plan bench/hf/calib-plan-$a.json \
+          >> "$OUT/calib-rows.jsonl" 2>> "$OUT/calib.log"
+      done ;;
+    saved)
+      stage saved
+      LIMIT_S=${SAVED_LIMIT_S:-80} timeout 150 bash bench/hf/saved_tensors_gpu.sh /tmp/hf-saved > "$OUT/saved.log" 2>&1
+      tar czf "$OUT/saved-tensors.tgz" -C /tmp hf-saved ;;
+    heldout)
+      stage heldout
+      timeout ${HELDOUT_EXP_S:-230} python3 bench/hf/heldout.py --allocator expandable --budget-s ${HELDOUT_EXP_BUDGET:-160} \
+        --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log"
+      timeout ${HELDOUT_DEF_S:-120} python3 bench/hf/heldout.py --allocator default --budget-s ${HELDOUT_DEF_BUDGET:-70} \
+        --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log" ;;
+    trainer)
+      stage trainer
+      timeout ${TRAINER_S:-150} python3 bench/hf/trainer_runs.py --sft --budget-s ${TRAINER_BUDGET:-100} \
+        --out "$OUT/trainer-rows.jsonl" > "$OUT/trainer.log" 2>&1 ;;
+    *) echo "unknown stage $s" >&2 ;;
+  esac
+done
+stage done
