@@ -29,7 +29,8 @@ struct Workload {
   LoraSpec lora;
   TrainingSpec train;
 
-  /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, ...).
+  /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, a
+  /// parameter or byte count beyond int64, ...).
   void validate() const;
 };
 
