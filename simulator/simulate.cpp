@@ -95,7 +95,7 @@ Result simulate(const Request& r) {
     const model::MemoryEstimate m = cost.memory(b);
     // Byte counts are reported as int64; the worst case bounds the other two.
     if (!(m.worst_reserved_bytes <= model::kMaxInt64AsDouble && m.peak_reserved_bytes <= model::kMaxInt64AsDouble))
-      throw InputError("a micro-batch of " + std::to_string(b) + " sequences of " +
+      throw InputError("a micro-batch of " + std::to_string(b) + (b == 1 ? " sequence of " : " sequences of ") +
                        std::to_string(r.workload.train.seq_len) +
                        " tokens would need more than 8 EiB of memory, beyond what lorasim counts: use a "
                        "smaller effective batch or a shorter sequence length");
