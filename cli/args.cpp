@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "hwprofiles/builtin.h"
+#include "model/architecture.h"
 #include "model/error.h"
 #include "model/hf_config.h"
 
@@ -101,11 +103,13 @@ int64_t parse_bytes(const std::string& flag, const std::string& text) {
   else if (unit == "k" || unit == "kib") scale = 1024.0;
   else if (unit == "m" || unit == "mib") scale = 1024.0 * 1024;
   else if (unit == "g" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;  // reads back what output prints
   else if (unit == "kb") scale = 1e3;
   else if (unit == "mb") scale = 1e6;
   else if (unit == "gb") scale = 1e9;
+  else if (unit == "tb") scale = 1e12;
   if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
-    throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB or 16000000000, got '" +
+    throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB, 2TiB or 16000000000, got '" +
                      text + "'");
   // Below one byte the conversion truncates to 0, which every caller takes for "unset".
   if (v * scale < 1) throw InputError(flag + " must be at least 1 byte, got '" + text + "'");
@@ -121,13 +125,32 @@ Format parse_format(const std::string& text) {
   throw InputError("--format must be table, csv or json, got '" + text + "'");
 }
 
+namespace {
+// "did you mean --model qwen3-8b?" when the stray word names a model preset or an embedded GPU
+// and the command has that flag.
+std::string flag_hint(const std::string& word, const po::options_description& desc) {
+  std::string flag;
+  for (const auto& a : model::presets())
+    if (a.name == word) flag = "model";
+  for (const auto& name : hw::builtin_profile_names())
+    if (name == word) flag = "gpu";
+  if (flag.empty() || !desc.find_nothrow(flag, false)) return "every value follows its --flag";
+  return "did you mean --" + flag + " " + word + "?";
+}
+}  // namespace
+
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc) {
   po::variables_map vm;
   // Long options only: a value like "-4" must reach the flag (and its range check), not be
   // taken for a short option.
   const int style = po::command_line_style::unix_style & ~po::command_line_style::allow_short &
                     ~po::command_line_style::allow_guessing;
-  po::store(po::command_line_parser(args).options(desc).style(style).run(), vm);
+  const po::parsed_options parsed = po::command_line_parser(args).options(desc).style(style).run();
+  // Without a positional description Boost keeps a bare word and store() drops it, so
+  // `simulate qwen3-8b` would quietly simulate the default model.
+  for (const std::string& word : po::collect_unrecognized(parsed.options, po::include_positional))
+    throw po::error("unexpected argument '" + word + "': " + flag_hint(word, desc));
+  po::store(parsed, vm);
   po::notify(vm);
   return vm;
 }

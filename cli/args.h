@@ -34,14 +34,15 @@ model::Workload build_workload(const WorkloadArgs& args, bool bf16_supported);
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t min);
 /// Real flag value in [lo, hi].
 double parse_real(const std::string& flag, const std::string& text, double lo, double hi);
-/// "24GiB", "24G", "500MiB", "1.5e9" -> bytes.
+/// "24GiB", "24G", "500MiB", "2TiB", "1.5e9" -> bytes.
 int64_t parse_bytes(const std::string& flag, const std::string& text);
 
 /// Output formats of commands that print results.
 enum class Format { table, csv, json };
 Format parse_format(const std::string& text);
 
-/// Parses `args` against `desc` (no positionals); throws po::error on unknown flags.
+/// Parses `args` against `desc`; throws po::error on unknown flags and on any bare word (no
+/// command takes positional arguments).
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc);
 
 }  // namespace lorasim::cli

@@ -185,7 +185,8 @@ bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out)
   out.request.workload = build_workload(a.workload, out.profile.hw.bf16_supported);
   out.request.effective_batch = parse_int("--effective-batch", a.effective_batch, 1);
   out.request.steps = parse_int("--steps", a.steps, 1);
-  if (!a.memory_limit.empty()) out.request.memory_limit_bytes = parse_bytes("--memory-limit", a.memory_limit);
+  // vm.count, not empty(): an empty --memory-limit is an error, not "the GPU's memory".
+  if (vm.count("memory-limit")) out.request.memory_limit_bytes = parse_bytes("--memory-limit", a.memory_limit);
   out.request.safety_margin = parse_real("--safety-margin", a.safety_margin, 0, 0.9);
   return true;
 }

@@ -1,7 +1,21 @@
 // Analytic counts for a LoRA workload. See docs/cost-model.md for the derivations.
 #include "model/analytics.h"
 
+#include "model/checked.h"
+#include "model/error.h"
+
 namespace lorasim::model {
+namespace {
+
+// One message for every count that does not fit: lorasim counts in int64, and a wrapped count
+// would be printed as a (negative) result.
+InputError too_large(const std::string& model, const char* what) {
+  return InputError("model '" + model + "' is too large to simulate: its " + what +
+                    " does not fit in a 64-bit integer (check hidden_size, intermediate_size, "
+                    "num_hidden_layers, num_attention_heads, head_dim and vocab_size)");
+}
+
+}  // namespace
 
 std::vector<Projection> block_projections(const Architecture& a) {
   return {{Target::q, a.hidden_size, a.q_dim()},
@@ -14,23 +28,27 @@ std::vector<Projection> block_projections(const Architecture& a) {
 }
 
 ParamCounts count_params(const Architecture& a, const LoraSpec& lora) {
+  Checked k;
+  const int64_t q_dim = k.mul(a.num_heads, a.head_dim), kv_dim = k.mul(a.num_kv_heads, a.head_dim);
+  if (k.overflowed) throw too_large(a.name, "attention width (heads x head_dim)");
   ParamCounts c;
-  c.embedding = a.vocab_size * a.hidden_size;
-  c.lm_head = a.tie_embeddings ? 0 : a.vocab_size * a.hidden_size;
-  int64_t layer = 2 * a.hidden_size;  // input and post-attention RMSNorm weights
-  if (a.qk_norm) layer += 2 * a.head_dim;
-  if (a.attention_bias) layer += a.q_dim() + 2 * a.kv_dim();
+  c.embedding = k.mul(a.vocab_size, a.hidden_size);
+  c.lm_head = a.tie_embeddings ? 0 : c.embedding;
+  int64_t layer = k.mul(2, a.hidden_size);  // input and post-attention RMSNorm weights
+  if (a.qk_norm) layer = k.add(layer, k.mul(2, a.head_dim));
+  if (a.attention_bias) layer = k.add(layer, k.add(q_dim, k.mul(2, kv_dim)));
   for (const auto& p : block_projections(a)) {
-    layer += p.in_features * p.out_features;
+    layer = k.add(layer, k.mul(p.in_features, p.out_features));
     if (lora.has(p.target)) {
-      c.lora_per_layer += lora.rank * (p.in_features + p.out_features);
-      c.lora_tensors += 2 * a.num_layers;
+      c.lora_per_layer = k.add(c.lora_per_layer, k.mul(lora.rank, k.add(p.in_features, p.out_features)));
+      c.lora_tensors = k.add(c.lora_tensors, k.mul(2, a.num_layers));
     }
   }
   c.per_layer = layer;
   c.final_norm = a.hidden_size;
-  c.base = c.embedding + c.lm_head + a.num_layers * c.per_layer + c.final_norm;
-  c.trainable = a.num_layers * c.lora_per_layer;
+  c.base = k.add(k.add(c.embedding, c.lm_head), k.add(k.mul(a.num_layers, c.per_layer), c.final_norm));
+  c.trainable = k.mul(a.num_layers, c.lora_per_layer);
+  if (k.overflowed) throw too_large(a.name, "parameter count");
   return c;
 }
 
@@ -62,11 +80,14 @@ Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch) {
 
 StaticMemory static_memory(const Workload& w) {
   const ParamCounts c = count_params(w.arch, w.lora);
+  Checked k;
   StaticMemory m;
-  m.weights_bytes = c.base * bytes_per_element(w.train.precision);
-  m.adapter_bytes = c.trainable * 4;
-  m.gradient_bytes = c.trainable * 4;
-  m.optimizer_bytes = c.trainable * 8;
+  m.weights_bytes = k.mul(c.base, bytes_per_element(w.train.precision));
+  m.adapter_bytes = k.mul(c.trainable, 4);
+  m.gradient_bytes = k.mul(c.trainable, 4);
+  m.optimizer_bytes = k.mul(c.trainable, 8);
+  k.add(k.add(m.weights_bytes, m.adapter_bytes), k.add(m.gradient_bytes, m.optimizer_bytes));  // total()
+  if (k.overflowed) throw too_large(w.arch.name, "weight and optimizer bytes");
   return m;
 }
 

@@ -29,6 +29,7 @@ struct ParamCounts {
   int64_t trainable = 0;       ///< all adapter parameters
   int64_t lora_tensors = 0;    ///< adapter tensors (A and B per adapted projection)
 };
+/// Throws InputError naming the model when a count does not fit in int64.
 ParamCounts count_params(const Architecture& arch, const LoraSpec& lora);
 
 /// Floating-point operations of one forward + backward pass over a micro-batch
@@ -51,6 +52,7 @@ struct StaticMemory {
   int64_t optimizer_bytes = 0;  ///< AdamW: two fp32 moments per trainable parameter
   int64_t total() const { return weights_bytes + adapter_bytes + gradient_bytes + optimizer_bytes; }
 };
+/// Throws InputError naming the model when a byte count does not fit in int64.
 StaticMemory static_memory(const Workload& w);
 
 /// Memory that grows with the micro-batch: what autograd saves for backward, and the

@@ -2,6 +2,8 @@
 // Figures are those of each model's published config.json on the Hugging Face Hub.
 #include "model/architecture.h"
 
+#include "model/analytics.h"
+#include "model/checked.h"
 #include "model/error.h"
 
 namespace lorasim::model {
@@ -26,6 +28,15 @@ void Architecture::validate() const {
   if (head_dim % 2 != 0)
     throw InputError("model '" + name + "': head_dim must be even for RoPE, got " +
                      std::to_string(head_dim));
+  // Every count derived from the fields must fit in int64, the frozen weights' bytes in the
+  // widest precision (fp32) included; count_params throws naming the model when one does not.
+  LoraSpec frozen_only;
+  frozen_only.targets.clear();
+  Checked k;
+  k.mul(count_params(*this, frozen_only).base, 4);
+  if (k.overflowed)
+    throw InputError("model '" + name + "' is too large to simulate: its fp32 weight bytes do not fit in a "
+                     "64-bit integer (check hidden_size, intermediate_size, num_hidden_layers and vocab_size)");
 }
 
 namespace {

@@ -25,7 +25,8 @@ struct Architecture {
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
 
-  /// Throws InputError naming the first inconsistent field.
+  /// Throws InputError naming the first inconsistent field, or saying the model is too large
+  /// when its parameter count or fp32 weight bytes do not fit in int64.
   void validate() const;
 };
 

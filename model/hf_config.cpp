@@ -1,6 +1,8 @@
 // config.json -> Architecture, with errors that name the file, line and key.
 #include "model/hf_config.h"
 
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -28,6 +30,9 @@ int64_t get_int(const json& j, const char* key, const std::string& src, std::opt
   }
   if (!it->is_number_integer() && !it->is_number_unsigned())
     throw ConfigError(src + ": \"" + key + "\" must be an integer, got " + it->dump());
+  // Above INT64_MAX the conversion would wrap to a negative number and blame the sign.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw ConfigError(src + ": \"" + key + "\" is too large, got " + it->dump());
   return it->get<int64_t>();
 }
 
@@ -94,6 +99,14 @@ Architecture parse_hf_config(const std::string& text, const std::string& source)
 }
 
 Architecture load_hf_config(const std::string& path) {
+  // A directory opens and reads as empty text, which the parser calls malformed JSON.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const std::filesystem::path inside = std::filesystem::path(path) / "config.json";
+    throw ConfigError("model config '" + path + "' is a directory, not a config.json file" +
+                      (std::filesystem::is_regular_file(inside, ec) ? ": pass " + inside.string() + " instead"
+                                                                    : ": pass the config.json file itself"));
+  }
   std::ifstream in(path);
   if (!in) throw ConfigError("cannot read model config '" + path + "': no such file or not readable");
   std::stringstream ss;

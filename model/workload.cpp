@@ -1,6 +1,7 @@
 // Workload validation and precision names.
 #include "model/workload.h"
 
+#include "model/analytics.h"
 #include "model/error.h"
 
 namespace lorasim::model {
@@ -37,6 +38,7 @@ void Workload::validate() const {
   if (!(lora.alpha > 0))
     throw InputError("--lora-alpha must be positive, got " + std::to_string(lora.alpha));
   if (lora.targets.empty()) throw InputError("LoRA needs at least one target projection");
+  static_memory(*this);  // throws when a parameter or byte count does not fit in int64
 }
 
 }  // namespace lorasim::model

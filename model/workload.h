@@ -31,7 +31,8 @@ struct Workload {
   TrainingSpec train;
   StackSpec stack;  ///< the program that trains (hf-peft by default: what most users run)
 
-  /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, ...).
+  /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, a
+  /// parameter or byte count beyond int64, ...).
   void validate() const;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/checked.h"
 #include "model/cost_model.h"
 #include "model/error.h"
 
@@ -28,6 +29,10 @@ void validate(const Request& r) {
   if (r.effective_batch < 1)
     throw InputError("effective batch must be a positive number of sequences, got " +
                      std::to_string(r.effective_batch));
+  if (r.effective_batch > kMaxEffectiveBatch)
+    throw InputError("effective batch " + std::to_string(r.effective_batch) +
+                     " is too large: lorasim simulates at most " + std::to_string(kMaxEffectiveBatch) +
+                     " (2^40) sequences per optimizer step");
   if (r.steps < 1) throw InputError("steps must be at least 1, got " + std::to_string(r.steps));
   if (r.memory_limit_bytes < 0)
     throw InputError("memory limit must be positive, got " + std::to_string(r.memory_limit_bytes));
@@ -37,7 +42,16 @@ void validate(const Request& r) {
     throw InputError("the " + r.hardware.display_name +
                      " has no bf16 support: use --precision fp16 (or fp32)");
   r.workload.validate();
+  model::Checked k;
+  k.mul(r.effective_batch, r.workload.train.seq_len);
+  if (k.overflowed)
+    throw InputError("effective batch " + std::to_string(r.effective_batch) + " x sequence length " +
+                     std::to_string(r.workload.train.seq_len) +
+                     " tokens per optimizer step does not fit in a 64-bit integer: use a smaller effective "
+                     "batch or a shorter sequence length");
 }
+
+std::string mib(double bytes) { return std::to_string(static_cast<int64_t>(bytes / (1 << 20))) + " MiB"; }
 
 std::string percent(double fraction) {
   char buf[32];
@@ -57,6 +71,11 @@ Result simulate(const Request& r) {
                                                                          : r.hardware.memory_bytes);
   out.usable_memory_bytes =
       out.memory_limit_bytes * (1 - r.safety_margin) - r.hardware.memory.context_bytes;
+  if (out.usable_memory_bytes <= 0)
+    throw InputError("no memory is usable: the memory limit of " + mib(out.memory_limit_bytes) + " less the " +
+                     percent(r.safety_margin) + " safety margin is below the " +
+                     mib(static_cast<double>(r.hardware.memory.context_bytes)) + " CUDA context of the " +
+                     r.hardware.display_name + ": raise the memory limit");
 
   for (int64_t b : divisors(r.effective_batch)) {
     Split s;
@@ -74,6 +93,12 @@ Result simulate(const Request& r) {
     s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
     s.tokens_per_s = tokens_per_step / s.step_time_s;
     const model::MemoryEstimate m = cost.memory(b);
+    // Byte counts are reported as int64; the worst case bounds the other two.
+    if (!(m.worst_reserved_bytes <= model::kMaxInt64AsDouble && m.peak_reserved_bytes <= model::kMaxInt64AsDouble))
+      throw InputError("a micro-batch of " + std::to_string(b) + (b == 1 ? " sequence of " : " sequences of ") +
+                       std::to_string(r.workload.train.seq_len) +
+                       " tokens would need more than 8 EiB of memory, beyond what lorasim counts: use a "
+                       "smaller effective batch or a shorter sequence length");
     s.peak_allocated_bytes = m.peak_allocated_bytes;
     s.peak_reserved_bytes = m.peak_reserved_bytes;
     s.worst_reserved_bytes = m.worst_reserved_bytes;
@@ -117,8 +142,8 @@ Result simulate(const Request& r) {
                         "such times follow the CPU's speed, which drifted by up to 60% between runs minutes "
                         "apart on one H200 cloud machine, while device-bound times held within 5%");
   if (!out.recommended)
-    out.notes.push_back("no split fits in " + std::to_string(static_cast<int64_t>(out.usable_memory_bytes / (1 << 20))) +
-                        " MiB usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
+    out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
+                        " usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
                         "or a GPU with more memory");
   return out;
 }

@@ -46,10 +46,16 @@ struct Result {
   std::vector<std::string> notes;      ///< caveats the user should see (prior profile, ...)
 };
 
+/// The largest effective batch simulate() accepts: enumerating the splits tries every b up to
+/// sqrt(B) (a million here, milliseconds), and no single device takes a trillion sequences per
+/// optimizer step.
+inline constexpr int64_t kMaxEffectiveBatch = int64_t{1} << 40;
+
 /// All b with b * a = B, ascending.
 std::vector<int64_t> divisors(int64_t effective_batch);
 
-/// Throws InputError for an invalid request (B < 1, steps < 1, bf16 on a GPU without it, ...).
+/// Throws InputError for an invalid request (B < 1 or above kMaxEffectiveBatch, steps < 1, bf16
+/// on a GPU without it, a memory limit that leaves nothing usable, a count beyond int64, ...).
 Result simulate(const Request& request);
 
 }  // namespace lorasim::sim

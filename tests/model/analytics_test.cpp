@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "model/architecture.h"
+#include "model/error.h"
 
 using namespace lorasim::model;
+using lorasim::InputError;
 
 namespace {
 Workload workload(const std::string& preset_name, int64_t seq_len = 512) {
@@ -175,4 +177,32 @@ TEST(AnalyticsTest, MemoryBoundBytesScaleWithTokensAndLayersAndRecomputeTheForwa
   EXPECT_DOUBLE_EQ(memory_bound_bytes(w, 3), 15.0 * 2 * (632 + 1052));
   w.train.grad_ckpt = true;  // the forward runs twice
   EXPECT_DOUBLE_EQ(memory_bound_bytes(w, 3), 15.0 * 2 * (2 * 632 + 1052));
+}
+
+TEST(AnalyticsTest, CountsBeyondInt64AreAnInputErrorNotAWrappedNumber) {
+  Architecture a = preset("qwen3-8b");  // untied: embedding and head both vocab x hidden
+  a.vocab_size = 2'000'000'000'000'000;  // 2e15 x 4096 = 8.2e18 fits once, not twice
+  EXPECT_THROW(count_params(a, LoraSpec{}), InputError);
+  EXPECT_THROW(a.validate(), InputError);
+  a = preset("qwen3-8b");
+  a.num_layers = int64_t{1} << 62;
+  EXPECT_THROW(count_params(a, LoraSpec{}), InputError);
+  a = preset("qwen3-8b");
+  a.num_heads = a.num_kv_heads = int64_t{1} << 62;  // q_dim = heads x head_dim
+  EXPECT_THROW(count_params(a, LoraSpec{}), InputError);
+  // Parameters that fit whose fp32 bytes do not: 2^61 embedding parameters x 4 bytes.
+  a = preset("tiny");
+  a.vocab_size = (int64_t{1} << 61) / a.hidden_size;
+  EXPECT_NO_THROW(count_params(a, LoraSpec{}));
+  EXPECT_THROW(a.validate(), InputError);
+}
+
+TEST(AnalyticsTest, StaticBytesBeyondInt64AreAnInputError) {
+  Workload w = workload("tiny");
+  w.arch.vocab_size = (int64_t{1} << 61) / w.arch.hidden_size;  // 2^61 parameters
+  w.train.precision = Precision::bf16;
+  EXPECT_NO_THROW(static_memory(w));  // x 2 bytes fits
+  w.train.precision = Precision::fp32;
+  EXPECT_THROW(static_memory(w), InputError);
+  EXPECT_THROW(w.validate(), InputError);
 }

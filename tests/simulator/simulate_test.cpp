@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+
 #include "model/architecture.h"
 #include "model/error.h"
 #include "tests/model/test_hardware.h"
@@ -138,4 +141,49 @@ TEST(SimulateTest, FitIsDecidedOnTheWorstCaseNotTheExpectedPeak) {
   EXPECT_FALSE(sim::simulate(r).splits.back().fits);
   r.memory_limit_bytes = static_cast<int64_t>(probe.worst_reserved_bytes) + 1;
   EXPECT_TRUE(sim::simulate(r).splits.back().fits);
+}
+
+TEST(SimulateTest, EffectiveBatchUpToTheBoundIsSimulatedAndAboveItRefused) {
+  // 2^40 has 41 divisors; its splits come back at once, the largest micro-batch included.
+  sim::Request r = request(sim::kMaxEffectiveBatch, 1);
+  r.workload.arch = model::preset("tiny");
+  const sim::Result res = sim::simulate(r);
+  ASSERT_EQ(res.splits.size(), 41u);
+  EXPECT_EQ(res.splits.back().micro_batch, sim::kMaxEffectiveBatch);
+  // Above the bound (INT64_MAX would enumerate for a minute) it is refused before any work.
+  r.effective_batch = sim::kMaxEffectiveBatch + 1;
+  EXPECT_THROW(sim::simulate(r), InputError);
+  r.effective_batch = INT64_MAX;
+  EXPECT_THROW(sim::simulate(r), InputError);
+}
+
+TEST(SimulateTest, TokensPerStepBeyondInt64AreRefused) {
+  // 16 x (2^63 - 1) tokens wrapped to -16 and was printed.
+  EXPECT_THROW(sim::simulate(request(16, INT64_MAX)), InputError);
+  EXPECT_THROW(sim::simulate(request(int64_t{1} << 40, int64_t{1} << 23)), InputError);  // exactly 2^63
+}
+
+TEST(SimulateTest, MemoryBeyondInt64BytesIsRefused) {
+  // 2^40 sequences of 2048 tokens: 2^51 tokens fit, but their logits alone need ~4e21 bytes,
+  // which the reports' int64 byte fields cannot hold.
+  EXPECT_THROW(sim::simulate(request(int64_t{1} << 40, 2048)), InputError);
+  // One sequence of 2^43 tokens: its saved activations alone are beyond 2^63 bytes.
+  EXPECT_THROW(sim::simulate(request(1, int64_t{1} << 43)), InputError);
+}
+
+TEST(SimulateTest, AMemoryLimitThatLeavesNothingUsableIsRefused) {
+  sim::Request r = request(4);
+  r.hardware.memory.context_bytes = 512LL << 20;
+  r.safety_margin = 0.05;
+  r.memory_limit_bytes = 512LL << 20;  // 95% of it is below the context
+  try {
+    sim::simulate(r);
+    FAIL() << "a limit below the CUDA context was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA context"), std::string::npos) << e.what();
+  }
+  r.memory_limit_bytes = 540LL << 20;  // 513 MiB after the margin: 1 MiB usable, nothing fits
+  const sim::Result res = sim::simulate(r);
+  EXPECT_GT(res.usable_memory_bytes, 0);
+  EXPECT_FALSE(res.recommended.has_value());
 }

@@ -1,0 +1,63 @@
+// End-to-end tests of `lorasim validate --measurements`: the report and its plot.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_helpers.h"
+
+namespace {
+
+using namespace lorasim::testing;
+
+TEST(ValidateCliTest, ValidateMeasurementsPlotShowsPredictedBesideMeasuredAndOom) {
+  TempDir dir;
+  const fs::path runs = dir / "runs.csv", svg = dir / "validate.svg";
+  write_file(runs,
+             "model,seq_len,micro_batch,accumulation,oom,step_time_s,peak_reserved_bytes\n"
+             "qwen3-1.7b,512,1,16,false,2.15,6360662016\n"
+             "qwen3-1.7b,512,4,4,false,0.64,13906214912\n"
+             "qwen3-1.7b,512,16,1,true,,\n");
+  ok({"validate", "--measurements", runs.string(), "--gpu", "h200", "--memory-limit", "30GiB", "--plot", svg.string()});
+  const std::string text = read_file(svg);
+  for (const char* needle : {">predicted<", ">measured<", ">OOM<", "1 x 16", "4 x 4", "16 x 1", ">does not fit<",
+                             "limit 30.00 GiB", "measured in "})
+    EXPECT_NE(text.find(needle), std::string::npos) << needle;
+}
+
+TEST(ValidateCliTest, ValidateMeasurementsReportsTheWorstCaseAndQuotesCsvLabels) {
+  TempDir dir;
+  const fs::path runs = dir / "runs.csv";
+  // Measured reserved memory 3% above the unbiased prediction of 1x16 would be an
+  // under-prediction; the worst case (one logits tensor more) must still cover it.
+  write_file(runs,
+             "model,seq_len,micro_batch,accumulation,oom,step_time_s,peak_reserved_bytes\n"
+             "qwen3-1.7b,512,1,16,false,2.15,6360662016\n"
+             "qwen3-1.7b,512,4,4,false,0.64,13906214912\n");
+  const json j = ok_json({"validate", "--measurements", runs.string(), "--gpu", "h200", "--format", "json"});
+  double under = 0, worst_under = 0;
+  for (const auto& s : j["groups"][0]["splits"]) {
+    const double peak = s["predicted_peak_reserved_bytes"], worst = s["predicted_worst_reserved_bytes"];
+    const double meas = s["measured_peak_reserved_bytes"];
+    EXPECT_GT(worst, peak);
+    under = std::max(under, 1 - peak / meas);
+    worst_under = std::max(worst_under, 1 - worst / meas);
+  }
+  EXPECT_DOUBLE_EQ(j["summary"]["mem_max_under_err"].get<double>(), under);
+  EXPECT_DOUBLE_EQ(j["summary"]["mem_max_under_err_worst_case"].get<double>(), worst_under);
+
+  const std::vector<std::string> csv =
+      lines_of(ok({"validate", "--measurements", runs.string(), "--gpu", "h200", "--format", "csv"}));
+  ASSERT_EQ(csv.size(), 3u);
+  EXPECT_EQ(csv[0].substr(csv[0].rfind(',') + 1), "predicted_worst_reserved_bytes");
+  for (size_t i = 1; i < csv.size(); ++i) {
+    // The label's commas (q,k,v,...) sit inside quotes; outside them, ten fields.
+    EXPECT_EQ(csv[i].rfind("\"qwen3-1.7b L=28 s=512 r=16 q,k,v,o,gate,up,down bf16 B=16\",", 0), 0u) << csv[i];
+    const std::string rest = csv[i].substr(csv[i].find("\",") + 2);
+    EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 8) << csv[i];
+  }
+}
+
+}  // namespace
