@@ -467,8 +467,8 @@ def count_saved(args, cfg):
     counter.walk_graph(loss)
     tokens = args.micro_batch * args.seq_len
     summary, listing = counter.summary(tokens)
-    loss.backward()
-    del loss, model
+    del loss, model  # (no backward needed: the count is of what the forward saved)
+    _free(args)
     return config, summary, listing
 
 
@@ -490,8 +490,17 @@ def count_ckpt_forward(args, cfg):
     tokens = args.micro_batch * args.seq_len
     summary, listing = counter.summary(tokens)
     summary["items"] = [x for x in listing if x["layer"] != "other"]
-    loss.backward()
+    del loss, model
+    _free(args)
     return summary
+
+
+def _free(args):
+    import gc
+    import torch
+    gc.collect()
+    if args.device == "cuda":
+        torch.cuda.empty_cache()
 
 
 def _use_cache(args):
