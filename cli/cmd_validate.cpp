@@ -19,7 +19,6 @@
 #include "cli/hardware_args.h"
 #include "cli/forward.h"
 #include "cli/output_path.h"
-#include "cli/plot_svg.h"
 #include "cli/split_charts.h"
 #include "cli/validate_measurements.h"
 #include "simulator/simulate.h"
