@@ -96,7 +96,7 @@ int cmd_validate(const Args& args) {
 #ifndef LORASIM_WITH_CALIBRATE
   exec_train_binary("validate", args);  // live runs need LibTorch
 #else
-  if (!save.empty()) check_writable("--save-measurements", save);
+  if (!save.empty()) check_measurements_writable("--save-measurements", save);
   const calib::DeviceInfo dev = calib::resolve_device(device);
   if (!same_gpu_model(profile, dev))
     std::cerr << "warning: profile '" << profile.hw.name << "' (" << profile.hw.display_name
