@@ -3,13 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "model/architecture.h"
+#include "model/atomic_file.h"
 #include "model/error.h"
 #include "model/hf_config.h"
 
@@ -22,6 +23,10 @@ const std::vector<std::string> kColumns = {
     "model", "num_layers", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
     "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes"};
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 
 struct RowError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -102,8 +107,12 @@ Measurement from_fields(const std::map<std::string, std::string>& f, std::map<st
     throw RowError(e.what());
   }
   m.oom = to_bool("oom", get("oom"));
+  // A negative time or size is a broken recorder, not data: it would print as "-5 B" and turn
+  // relative errors into nonsense.
   auto opt = [&](const char* k, double& out) {
-    if (!get(k).empty() && get(k) != "nan" && get(k) != "null") out = to_number(k, get(k));
+    if (get(k).empty() || get(k) == "nan" || get(k) == "null") return;
+    out = to_number(k, get(k));
+    if (out < 0) throw RowError(std::string("column ") + k + ": expected a number >= 0, got '" + get(k) + "'");
   };
   opt("step_time_s", m.step_time_s);
   opt("micro_batch_time_s", m.micro_batch_time_s);
@@ -114,6 +123,55 @@ Measurement from_fields(const std::map<std::string, std::string>& f, std::map<st
   opt("peak_reserved_bytes", m.peak_reserved_bytes);
   if (!m.oom && !(m.step_time_s > 0)) throw RowError("column step_time_s: a positive time is required unless oom is true");
   return m;
+}
+
+// The header is checked on its own line, so its errors point at it rather than at the first row.
+void check_header(const std::vector<std::string>& header) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (std::find(kColumns.begin(), kColumns.end(), header[i]) == kColumns.end())
+      throw RowError("unknown column '" + header[i] + "' (see docs/measurements.md)");
+    for (size_t j = 0; j < i; ++j)
+      if (header[j] == header[i])
+        throw RowError("column " + header[i] + " appears twice in the header (columns " + std::to_string(j + 1) +
+                       " and " + std::to_string(i + 1) + "): keep one");
+  }
+  for (const char* k : {"model", "seq_len", "micro_batch"})
+    if (std::find(header.begin(), header.end(), k) == header.end())
+      throw RowError(std::string("missing required column ") + k);
+}
+
+// One JSON object per line. The parser keeps the last of repeated keys, so repeats are found
+// from its events: each top-level key with the values given to it, in order.
+nlohmann::json parse_json_object(const std::string& line) {
+  std::vector<std::string> keys;                               // in order of first appearance
+  std::map<std::string, std::vector<std::string>> values;      // every value given to each key
+  std::string key;
+  bool after_key = false;
+  auto on_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (depth != 1) return true;
+    if (event == E::key) {
+      key = parsed.get<std::string>();
+      if (values.count(key) == 0) keys.push_back(key);
+      values[key];
+      after_key = true;
+    } else if (after_key && (event == E::value || event == E::object_end || event == E::array_end)) {
+      values[key].push_back(parsed.dump());
+      after_key = false;
+    }
+    return true;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line, on_event);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
+    throw RowError(std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw RowError("each line must be a JSON object");
+  for (const std::string& k : keys)
+    if (const auto& v = values[k]; v.size() > 1)
+      throw RowError("key \"" + k + "\" appears twice (" + v[0] + ", then " + v[1] + "): keep one");
+  return j;
 }
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -154,7 +212,9 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
                                             const std::string& source) {
   std::vector<Measurement> rows;
   std::map<std::string, model::Architecture> cache;
-  std::istringstream in(text);
+  // Spreadsheets save CSV with a byte-order mark, which would otherwise start the first column's name.
+  const bool bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0;
+  std::istringstream in(bom ? text.substr(3) : text);
   std::string line;
   int64_t lineno = 0;
   std::vector<std::string> header;
@@ -167,19 +227,14 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
         const auto cells = split_csv(line);
         if (header.empty()) {
           header = cells;
+          check_header(header);
           continue;
         }
         if (cells.size() != header.size())
           throw RowError(std::to_string(cells.size()) + " cells but the header has " + std::to_string(header.size()));
         for (size_t i = 0; i < cells.size(); ++i) fields[header[i]] = cells[i];
       } else {
-        nlohmann::json j;
-        try {
-          j = nlohmann::json::parse(line);
-        } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
-          throw RowError(std::string("malformed JSON: ") + e.what());
-        }
-        if (!j.is_object()) throw RowError("each line must be a JSON object");
+        const nlohmann::json j = parse_json_object(line);
         for (auto it = j.begin(); it != j.end(); ++it) fields[it.key()] = json_cell(it.value());
       }
       rows.push_back(from_fields(fields, cache));
@@ -192,18 +247,27 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
 }
 
 std::vector<Measurement> load_measurements(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError("measurements '" + path + "' is a directory: give a .csv or .jsonl file");
   std::ifstream in(path);
   if (!in) throw ConfigError("cannot read measurements '" + path + "': no such file or not readable");
   std::stringstream ss;
   ss << in.rdbuf();
-  const bool csv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".csv") == 0;
-  const bool jsonl = (path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0) ||
-                     (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0);
+  const bool csv = has_suffix(path, ".csv");
+  const bool jsonl = has_suffix(path, ".jsonl") || has_suffix(path, ".json");
   if (!csv && !jsonl) throw ConfigError("measurements '" + path + "': name it .csv or .jsonl so the format is clear");
   return parse_measurements(ss.str(), csv ? "csv" : "jsonl", path);
 }
 
+void check_measurements_output(const std::string& path) {
+  if (!has_suffix(path, ".csv"))
+    throw InputError("measurements are saved as CSV: name the file .csv so `lorasim fit` can read it back, not '" +
+                     path + "'");
+}
+
 void write_measurements_csv(const std::vector<Measurement>& rows, const std::string& path) {
+  check_measurements_output(path);
   std::ostringstream out;
   out.precision(10);
   for (size_t i = 0; i < kColumns.size(); ++i) out << (i ? "," : "") << kColumns[i];
@@ -234,19 +298,7 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     num(m.peak_reserved_bytes);
     out << '\n';
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << out.str();
-    if (!f.flush()) {
-      std::remove(tmp.c_str());
-      throw ConfigError("cannot write measurements to '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw ConfigError("cannot write measurements to '" + path + "'");
-  }
+  model::write_file_atomically(path, out.str(), "measurements");
 }
 
 }  // namespace lorasim::calib

@@ -8,15 +8,22 @@
 
 namespace lorasim::calib {
 
-/// Reads a .csv (header row) or .jsonl/.json (one object per line) file. Throws ConfigError
-/// naming file:line and the column for a malformed row, a missing required column, or an
-/// unknown model.
+/// Reads a .csv (header row) or .jsonl/.json (one object per line) file; a leading UTF-8
+/// byte-order mark is skipped. Throws ConfigError naming file:line and the column for a malformed
+/// row, an unknown, repeated or missing required column (CSV: at the header's line), a negative
+/// time or size, or an unknown model.
 std::vector<Measurement> load_measurements(const std::string& path);
 /// Parses text in the given format ("csv" or "jsonl"); `source` names it in errors.
 std::vector<Measurement> parse_measurements(const std::string& text, const std::string& format,
                                             const std::string& source);
 
-/// Writes rows as CSV with every column (what load_measurements reads back), atomically.
+/// Throws InputError unless `path` ends in .csv, the format write_measurements_csv writes (and
+/// load_measurements reads by that name). Call it before measuring, so a bad name costs nothing.
+void check_measurements_output(const std::string& path);
+
+/// Writes rows as CSV with every column (what load_measurements reads back) through
+/// model::write_file_atomically. Throws InputError for a name check_measurements_output refuses,
+/// ConfigError when the file cannot be written.
 void write_measurements_csv(const std::vector<Measurement>& rows, const std::string& path);
 
 }  // namespace lorasim::calib

@@ -111,7 +111,7 @@ int cmd_calibrate(const Args& args) {
   }
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   check_writable("--out", out);
-  if (!save.empty()) check_writable("--save-measurements", save);
+  if (!save.empty()) check_measurements_writable("--save-measurements", save);
 
   calib::CalibrationOptions opt;
   opt.device = device;

@@ -9,7 +9,6 @@
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
-#include "cli/plot_svg.h"
 #include "cli/split_charts.h"
 #include "model/analytics.h"
 #include "simulator/simulate.h"

@@ -24,7 +24,6 @@
 #include "cli/forward.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
-#include "cli/plot_svg.h"
 #include "cli/split_charts.h"
 #include "cli/validate_measurements.h"
 #include "model/error.h"
@@ -255,7 +254,7 @@ void print_live_table(const LiveValidation& v, const hw::Profile& profile, const
 }
 
 int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt) {
-  if (!a.save.empty()) check_writable("--save-measurements", a.save);
+  if (!a.save.empty()) check_measurements_writable("--save-measurements", a.save);
   LiveValidation v;
   v.device = calib::resolve_device(a.device);
   if (!hw::same_device_model(profile, identity_of(v.device)))

@@ -1,15 +1,21 @@
 // The `--plot` charts of `simulate` and `validate`: a simulation, or predicted beside measured,
-// turned into the plain data cli/plot_svg.h draws.
+// turned into the plain data simulator/plot_svg.h draws.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "calibrate/compare.h"
-#include "cli/plot_svg.h"
 #include "hwprofiles/profile.h"
+#include "simulator/plot_svg.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
+
+// The renderer's vocabulary, for the commands that build charts and write them.
+using sim::PlotLimit;
+using sim::PlotSeries;
+using sim::SplitChart;
+using sim::write_svg;
 
 /// Every split of the simulation, its limits and its recommendation.
 SplitChart simulation_chart(const sim::Request& request, const hw::Profile& profile, const sim::Result& result);

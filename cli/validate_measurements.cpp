@@ -9,7 +9,6 @@
 #include "calibrate/measurement_io.h"
 #include "cli/describe.h"
 #include "cli/format.h"
-#include "cli/plot_svg.h"
 #include "cli/split_charts.h"
 #include "simulator/simulate.h"
 

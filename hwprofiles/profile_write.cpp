@@ -1,11 +1,7 @@
 // Writing a profile: to_toml in schema order, with doubles in their shortest exact form,
 // and write_profile_file.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -15,6 +11,7 @@
 #include <sstream>
 
 #include "hwprofiles/profile_schema.h"
+#include "model/atomic_file.h"
 #include "model/error.h"
 #include "model/workload.h"
 
@@ -96,9 +93,6 @@ void write_numbers(std::ostringstream& os, const Profile& p, const std::string& 
   }
 }
 
-[[noreturn]] void throw_io(const std::string& what, const std::string& path, int err) {
-  throw ConfigError("cannot write profile '" + path + "': " + what + ": " + std::strerror(err));
-}
 
 
 }  // namespace
@@ -139,55 +133,7 @@ std::string to_toml(const Profile& p) {
 
 void write_profile_file(const Profile& profile, const std::string& path) {
   validate_profile(profile);
-  const std::string text = to_toml(profile);
-
-  // Same directory as the target, so rename() is atomic (no cross-filesystem copy). O_EXCL
-  // with a per-process counter keeps concurrent writers off each other's temporaries; mode
-  // 0666 lets the umask decide permissions, as for any newly created file.
-  static std::atomic<unsigned> counter{0};
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) throw_io("cannot create a temporary file next to it", path, errno);
-
-  auto abandon = [&](const std::string& what, int err) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw_io(what, path, err);
-  };
-
-  const char* data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      abandon("write failed", errno);
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  // Data must be on disk before the rename makes it visible, or a crash could leave an empty
-  // profile under the real name.
-  if (::fsync(fd) != 0) abandon("fsync failed", errno);
-  const int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) abandon("close failed", errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) abandon("rename failed", errno);
-
-  // Best effort: persist the directory entry too. Failure here loses nothing already written.
-  std::string dir = ".";
-  if (auto slash = path.find_last_of('/'); slash != std::string::npos)
-    dir = slash == 0 ? "/" : path.substr(0, slash);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  model::write_file_atomically(path, to_toml(profile), "profile");
 }
 
 }  // namespace lorasim::hw

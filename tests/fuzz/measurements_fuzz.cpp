@@ -1,10 +1,11 @@
 // libFuzzer target: measurement files (calib::parse_measurements), built once per format with
 // LORASIM_FUZZ_FORMAT "csv" or "jsonl". A ConfigError is
 // the expected rejection; any other exception, crash or sanitizer report is a finding. Every
-// accepted row must describe a valid workload.
+// accepted row must describe a valid workload with no negative time or size.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (rows.empty()) std::abort();  // parse_measurements refuses a file without rows
   for (const auto& m : rows) {
     if (m.micro_batch < 1 || m.accumulation < 1) std::abort();
+    for (double v : {m.step_time_s, m.micro_batch_time_s, m.host_time_s, m.device_time_s, m.optimizer_time_s,
+                     m.peak_allocated_bytes, m.peak_reserved_bytes})
+      if (v < 0) std::abort();  // a negative time or size must be refused
     try {
       m.workload.validate();
     } catch (const lorasim::Error&) {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace lorasim::cli {
+namespace lorasim::sim {
 
 /// One bar per split, e.g. "predicted" or "measured".
 struct PlotSeries {
@@ -41,12 +41,12 @@ struct SplitChart {
 /// does not have one value per split or there is nothing to draw.
 std::string render_svg(const std::vector<SplitChart>& charts);
 
-/// Writes render_svg(charts) to `path` through a temporary file in the same directory and a
-/// rename, so a reader never sees half a file. Throws InputError when it cannot.
+/// Writes render_svg(charts) to `path` through model::write_file_atomically, so a reader never
+/// sees half a file. Throws InputError as render_svg does, ConfigError when it cannot write.
 void write_svg(const std::vector<SplitChart>& charts, const std::string& path);
 
 /// `text` safe as XML character data and attribute values: markup characters escaped,
 /// control characters and invalid UTF-8 replaced by '?'.
 std::string xml_escape(const std::string& text);
 
-}  // namespace lorasim::cli
+}  // namespace lorasim::sim

@@ -1,19 +1,14 @@
-#include "cli/plot_svg.h"
-
-#include <unistd.h>
+#include "simulator/plot_svg.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
+#include "model/atomic_file.h"
 #include "model/error.h"
 
-namespace lorasim::cli {
+namespace lorasim::sim {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -408,23 +403,7 @@ std::string render_svg(const std::vector<SplitChart>& charts) {
 }
 
 void write_svg(const std::vector<SplitChart>& charts, const std::string& path) {
-  const std::string svg = render_svg(charts);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << svg;
-    f.flush();
-    if (!f) {
-      const std::string why = std::strerror(errno);
-      std::remove(tmp.c_str());
-      throw InputError("cannot write the plot to '" + path + "': " + why);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw InputError("cannot write the plot to '" + path + "': " + why);
-  }
+  model::write_file_atomically(path, render_svg(charts), "plot");
 }
 
-}  // namespace lorasim::cli
+}  // namespace lorasim::sim

@@ -1,6 +1,6 @@
 // The --plot renderer on its own data: a well-formed, self-contained SVG with the split labels,
 // the limit lines, the recommended marker, the splits that do not fit and the OOM runs.
-#include "cli/plot_svg.h"
+#include "simulator/plot_svg.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -17,9 +17,9 @@
 namespace {
 
 namespace fs = std::filesystem;
-using lorasim::cli::PlotLimit;
-using lorasim::cli::PlotSeries;
-using lorasim::cli::SplitChart;
+using lorasim::sim::PlotLimit;
+using lorasim::sim::PlotSeries;
+using lorasim::sim::SplitChart;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -84,7 +84,7 @@ std::string xml_problem(const std::string& x) {
 }
 
 TEST(PlotSvgTest, IsWellFormedAndSelfContained) {
-  const std::string svg = lorasim::cli::render_svg({three_splits()});
+  const std::string svg = lorasim::sim::render_svg({three_splits()});
   EXPECT_EQ(xml_problem(svg), "") << svg.substr(0, 2000);
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_EQ(count(svg, "<svg "), 1u);
@@ -95,7 +95,7 @@ TEST(PlotSvgTest, IsWellFormedAndSelfContained) {
 }
 
 TEST(PlotSvgTest, ShowsTheSplitLabelsTitleAndBothSubtitleLines) {
-  const std::string svg = lorasim::cli::render_svg({three_splits()});
+  const std::string svg = lorasim::sim::render_svg({three_splits()});
   for (const char* label : {"1 x 4", "2 x 2", "4 x 1"}) EXPECT_EQ(count(svg, std::string(">") + label + "<"), 2u) << label;
   EXPECT_NE(svg.find(">qwen3-1.7b, seq len 512 on NVIDIA H200<"), std::string::npos);
   EXPECT_NE(svg.find(">seq 512, bf16<"), std::string::npos);
@@ -105,7 +105,7 @@ TEST(PlotSvgTest, ShowsTheSplitLabelsTitleAndBothSubtitleLines) {
 }
 
 TEST(PlotSvgTest, DrawsTheLimitLinesTheRecommendedMarkerAndTheSplitsThatDoNotFit) {
-  const std::string svg = lorasim::cli::render_svg({three_splits()});
+  const std::string svg = lorasim::sim::render_svg({three_splits()});
   EXPECT_NE(svg.find(">limit 32.00 GiB<"), std::string::npos);
   EXPECT_NE(svg.find(">usable 29.00 GiB<"), std::string::npos);
   EXPECT_EQ(count(svg, "stroke-dasharray"), 1u) << "the usable line, and only it, is dashed";
@@ -117,7 +117,7 @@ TEST(PlotSvgTest, DrawsTheLimitLinesTheRecommendedMarkerAndTheSplitsThatDoNotFit
   SplitChart all_fit = three_splits();
   all_fit.fits = {};
   all_fit.recommended.reset();
-  const std::string plain = lorasim::cli::render_svg({all_fit});
+  const std::string plain = lorasim::sim::render_svg({all_fit});
   EXPECT_EQ(plain.find("does not fit"), std::string::npos);
   EXPECT_EQ(plain.find("recommended"), std::string::npos);
   EXPECT_EQ(plain.find("url(#lorasim-hatch)"), std::string::npos);
@@ -128,7 +128,7 @@ TEST(PlotSvgTest, MeasuredBesidePredictedHasALegendAndMarksOom) {
   const double nan = std::nan("");
   c.step_time_s.push_back({"measured", {1.0, 0.45, nan}, {false, false, true}});
   c.peak_reserved_bytes.push_back({"measured", {11 * kGiB, 19 * kGiB, nan}, {false, false, true}});
-  const std::string svg = lorasim::cli::render_svg({c});
+  const std::string svg = lorasim::sim::render_svg({c});
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_NE(svg.find(">predicted<"), std::string::npos);
   EXPECT_NE(svg.find(">measured<"), std::string::npos);
@@ -137,9 +137,9 @@ TEST(PlotSvgTest, MeasuredBesidePredictedHasALegendAndMarksOom) {
 
 TEST(PlotSvgTest, StepTimeAxisIsLogarithmicOnlyBeyondTwentyfold) {
   SplitChart c = three_splits();
-  EXPECT_EQ(lorasim::cli::render_svg({c}).find("log scale"), std::string::npos);
+  EXPECT_EQ(lorasim::sim::render_svg({c}).find("log scale"), std::string::npos);
   c.step_time_s[0].values = {3.0, 0.3, 0.01};
-  const std::string svg = lorasim::cli::render_svg({c});
+  const std::string svg = lorasim::sim::render_svg({c});
   EXPECT_NE(svg.find("step time (s), log scale"), std::string::npos);
   for (const char* decade : {">0.01<", ">0.1<", ">1<", ">10<"}) EXPECT_NE(svg.find(decade), std::string::npos) << decade;
 }
@@ -148,14 +148,14 @@ TEST(PlotSvgTest, EscapesTextSoModelPathsCannotBreakTheDocument) {
   SplitChart c = three_splits();
   c.title = "/models/<a & b>/\"config\".json 'x'";
   c.split_labels[0] = "1 x 4 <&>";
-  const std::string svg = lorasim::cli::render_svg({c});
+  const std::string svg = lorasim::sim::render_svg({c});
   EXPECT_EQ(xml_problem(svg), "") << svg.substr(0, 1500);
   EXPECT_NE(svg.find("/models/&lt;a &amp; b&gt;/&quot;config&quot;.json &apos;x&apos;"), std::string::npos);
   EXPECT_EQ(svg.find("<a & b>"), std::string::npos);
 }
 
 TEST(PlotSvgTest, XmlEscapeReplacesControlCharactersAndInvalidUtf8) {
-  using lorasim::cli::xml_escape;
+  using lorasim::sim::xml_escape;
   EXPECT_EQ(xml_escape("a\x01" "b\x1f"), "a?b?");
   EXPECT_EQ(xml_escape("caf\xc3\xa9 \xe2\x80\x94 ok"), "caf\xc3\xa9 \xe2\x80\x94 ok");
   EXPECT_EQ(xml_escape("bad \xff\xc3"), "bad ??");
@@ -166,17 +166,17 @@ TEST(PlotSvgTest, XmlEscapeReplacesControlCharactersAndInvalidUtf8) {
 TEST(PlotSvgTest, RejectsASeriesWithoutOneValuePerSplit) {
   SplitChart c = three_splits();
   c.step_time_s[0].values.pop_back();
-  EXPECT_THROW(lorasim::cli::render_svg({c}), lorasim::InputError);
+  EXPECT_THROW(lorasim::sim::render_svg({c}), lorasim::InputError);
   c = three_splits();
   c.recommended = 3;
-  EXPECT_THROW(lorasim::cli::render_svg({c}), lorasim::InputError);
-  EXPECT_THROW(lorasim::cli::render_svg({}), lorasim::InputError);
+  EXPECT_THROW(lorasim::sim::render_svg({c}), lorasim::InputError);
+  EXPECT_THROW(lorasim::sim::render_svg({}), lorasim::InputError);
 }
 
 TEST(PlotSvgTest, StacksOneChartPerGroup) {
   SplitChart second = three_splits();
   second.title = "second workload";
-  const std::string svg = lorasim::cli::render_svg({three_splits(), second});
+  const std::string svg = lorasim::sim::render_svg({three_splits(), second});
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_NE(svg.find(">second workload<"), std::string::npos);
   EXPECT_EQ(count(svg, ">recommended<"), 4u) << "a legend entry and a column label per chart";
@@ -187,13 +187,13 @@ TEST(PlotSvgTest, WriteReplacesTheFileAndLeavesNoTemporary) {
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
   const fs::path file = fs::path(dir) / "splits.svg";
   std::ofstream(file) << "old";
-  lorasim::cli::write_svg({three_splits()}, file.string());
+  lorasim::sim::write_svg({three_splits()}, file.string());
   std::stringstream ss;
   ss << std::ifstream(file).rdbuf();
-  EXPECT_EQ(ss.str(), lorasim::cli::render_svg({three_splits()}));
+  EXPECT_EQ(ss.str(), lorasim::sim::render_svg({three_splits()}));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
-  EXPECT_THROW(lorasim::cli::write_svg({three_splits()}, (fs::path(dir) / "absent" / "x.svg").string()),
-               lorasim::InputError);
+  EXPECT_THROW(lorasim::sim::write_svg({three_splits()}, (fs::path(dir) / "absent" / "x.svg").string()),
+               lorasim::ConfigError);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
   fs::remove_all(dir);
 }
