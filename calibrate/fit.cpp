@@ -127,7 +127,20 @@ std::vector<Residual> residuals(const std::vector<Measurement>& rows, const mode
   return out;
 }
 
-FitReport fit_profile(const std::vector<Measurement>& all, const model::HardwareModel& base) {
+bool identifies_full_model(const std::vector<Measurement>& rows) {
+  size_t split = 0;
+  double min_ops = INFINITY, max_ops = 0;
+  for (const Measurement& m : rows) {
+    if (m.oom || !measured(m.host_time_s) || !measured(m.device_time_s)) continue;
+    const double ops = model::features(m.workload, m.micro_batch).host_ops;
+    ++split;
+    min_ops = std::min(min_ops, ops);
+    max_ops = std::max(max_ops, ops);
+  }
+  return split >= detail::kMinSplitRows && max_ops > detail::kMinOpsSpread * min_ops;
+}
+
+FitReport fit_profile(const std::vector<Measurement>& all, const model::HardwareModel& base, FitMode mode) {
   std::vector<detail::Row> rows;
   std::vector<Measurement> usable;
   for (const Measurement& m : all) {
@@ -142,9 +155,16 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
   require_two_configurations(rows, base);
   FitReport rep;
   rep.hardware = base;
-  detail::fit_time(rows, rep.hardware);
-  detail::fit_memory(rows, rep.hardware);
+  rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !identifies_full_model(usable));
+  if (rep.anchored) {
+    detail::fit_anchored(rows, rep.hardware, rep.scales);
+  } else {
+    detail::fit_time(rows, rep.hardware);
+    detail::fit_memory(rows, rep.hardware);
+  }
   rep.hardware.calibrated = true;
+  for (const model::Coefficient& c : model::coefficient_table())
+    if (c.of(rep.hardware) != c.of(base)) rep.moved.push_back({c.name, c.of(base), c.of(rep.hardware)});
 
   rep.residuals = residuals(usable, rep.hardware);
   double ts = 0, rs = 0, as = 0;
