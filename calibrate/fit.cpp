@@ -83,6 +83,9 @@ double median(std::vector<double> v) {
 
 namespace {
 
+// Relative change below which a coefficient counts as unmoved.
+constexpr double kMovedTolerance = 1e-9;
+
 std::string label_of(const Measurement& m) {
   return m.workload.arch.name + " L=" + std::to_string(m.workload.arch.num_layers) +
          " s=" + std::to_string(m.workload.train.seq_len) + " b=" + std::to_string(m.micro_batch) +
@@ -163,8 +166,12 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
     detail::fit_memory(rows, rep.hardware);
   }
   rep.hardware.calibrated = true;
-  for (const model::Coefficient& c : model::coefficient_table())
-    if (c.of(rep.hardware) != c.of(base)) rep.moved.push_back({c.name, c.of(base), c.of(rep.hardware)});
+  // A scale fitted to 1 within rounding moved nothing.
+  for (const model::Coefficient& c : model::coefficient_table()) {
+    const double before = c.of(base), after = c.of(rep.hardware);
+    if (std::fabs(after - before) > kMovedTolerance * std::max(std::fabs(before), std::fabs(after)))
+      rep.moved.push_back({c.name, before, after});
+  }
 
   rep.residuals = residuals(usable, rep.hardware);
   double ts = 0, rs = 0, as = 0;

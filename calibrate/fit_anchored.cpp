@@ -51,6 +51,9 @@ struct TimeFit {
 // least-squares optimum is the best of each piece's stationary point and the breakpoints;
 // each candidate is scored with the true piecewise model, so the best one is the global
 // optimum. Returns the error and the scales; error = INFINITY when no candidate is positive.
+// A relative step that moves a row balanced exactly at the fitted scales to either side.
+constexpr double kTieStep = 1e-6;
+
 struct Scales {
   double kh = 1, kd = 1, error = INFINITY;
 };
@@ -172,9 +175,16 @@ void fit_time_scales(const std::vector<Row>& rows, model::HardwareModel& hw, std
     const double kh = std::isfinite(k.error) ? k.kh : 1, kd = std::isfinite(k.error) ? k.kd : 1;
     for (size_t i = 0; i < parts.size(); ++i) {
       const auto [h, d] = tf.parts(parts[i], kh, kd);
-      const double t = tf.predict(parts[i], kh, kd);
-      host_share = std::max(host_share, h / t);
-      device_share = std::max(device_share, d / t);
+      // The share must hold on both sides of the fitted scale: a row balanced exactly at
+      // the fit (where a flat error put the scale) is dominated on one side only.
+      auto share = [&](double kh_, double kd_, bool of_host) {
+        const auto [h_, d_] = tf.parts(parts[i], kh_, kd_);
+        return (of_host ? h_ : d_) / tf.predict(parts[i], kh_, kd_);
+      };
+      host_share = std::max(host_share, std::min(share(kh * (1 - kTieStep), kd, true),
+                                                  share(kh * (1 + kTieStep), kd, true)));
+      device_share = std::max(device_share, std::min(share(kh, kd * (1 - kTieStep), false),
+                                                     share(kh, kd * (1 + kTieStep), false)));
       J(static_cast<Eigen::Index>(i), 0) = h / parts[i].y;
       J(static_cast<Eigen::Index>(i), 1) = d / parts[i].y;
     }

@@ -102,7 +102,7 @@ int cmd_fit(const Args& args) {
     if (g.identified) profile.calibration.set(g.group + "_scale", g.scale);
   std::string moved;
   for (const calib::MovedCoefficient& m : rep.moved) moved += (moved.empty() ? "" : " ") + m.name;
-  profile.calibration.set("moved", moved);
+  if (!moved.empty()) profile.calibration.set("moved", moved);
   hw::write_profile_file(profile, out);
 
   Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
@@ -120,7 +120,7 @@ int cmd_fit(const Args& args) {
     std::cout << "; peak reserved rms " << fixed(100 * rep.reserved_rms_rel, 1) << "%, max "
               << fixed(100 * rep.reserved_max_rel, 1) << "%";
   std::cout << "\n" << (rep.anchored ? "anchored on " : "refitted from ") << base << "; the rows moved "
-            << (rep.moved.empty() ? "nothing" : std::to_string(rep.moved.size()) + " coefficients") << ":\n";
+            << (rep.moved.empty() ? "nothing" : std::to_string(rep.moved.size()) + " coefficients:") << "\n";
   for (const calib::MovedCoefficient& m : rep.moved)
     std::cout << "  " << m.name << " " << scientific(m.before) << " -> " << scientific(m.after)
               << (m.before != 0 ? " (" + signed_percent(m.after / m.before - 1) + ")" : "") << "\n";
