@@ -232,44 +232,60 @@ bool solve_scales(const std::vector<Eigen::VectorXd>& cols, const Eigen::VectorX
   return true;
 }
 
-// Tries the partitions of `terms` from finest to coarsest and keeps the first one the rows
-// identify; `contribution(c, row)` is the base's term of coefficient c on a row.
+// Tries the partitions of the terms from finest to coarsest and keeps the first one the rows
+// identify; `contribution(c, i)` is the base's term of coefficient c on row i. Terms outside
+// the groups that move keep the base's value, so their base terms leave the target.
 template <class Contribution>
 void fit_memory_groups(const std::vector<std::vector<Group>>& partitions, size_t n, const Eigen::VectorXd& target,
                        const Eigen::VectorXd& weight, Contribution contribution, model::HardwareModel& hw,
                        const model::HardwareModel& base, std::vector<GroupScale>& report) {
+  auto column = [&](const std::vector<const model::Coefficient*>& members) {
+    Eigen::VectorXd col = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(n));
+    for (const model::Coefficient* c : members)
+      for (size_t i = 0; i < n; ++i) col(static_cast<Eigen::Index>(i)) += contribution(*c, i);
+    return col;
+  };
+  // A term that is a small part of every row's peak (or absent, or 0 in the base) has its
+  // scale set by the residuals of the others, and that scale would then reach unchecked the
+  // workloads where the term is large (an allocator constant on a small model).
+  auto visible = [&](const Eigen::VectorXd& col) {
+    return col.cwiseQuotient(weight).cwiseAbs().maxCoeff() >= kMinMemoryShare;
+  };
+  const std::vector<Group>& finest = partitions.front();
+  std::vector<const model::Coefficient*> moved;
   for (const std::vector<Group>& partition : partitions) {
     std::vector<Eigen::VectorXd> cols;
     std::vector<const Group*> used;
+    std::vector<const model::Coefficient*> members;
     for (const Group& g : partition) {
-      Eigen::VectorXd col = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(n));
-      for (const model::Coefficient* c : g.members)
-        for (size_t i = 0; i < n; ++i) col(static_cast<Eigen::Index>(i)) += contribution(*c, i);
-      if (col.norm() == 0) continue;  // absent from every row (or 0 in the base): nothing to scale
+      const Eigen::VectorXd col = column(g.members);
+      if (!visible(col)) continue;
       cols.push_back(col);
       used.push_back(&g);
+      members.insert(members.end(), g.members.begin(), g.members.end());
     }
+    Eigen::VectorXd rhs = target;
+    for (const Group& g : finest)
+      for (const model::Coefficient* c : g.members)
+        if (std::find(members.begin(), members.end(), c) == members.end()) rhs -= column({c});
     Eigen::VectorXd s;
-    if (!solve_scales(cols, target, weight, s)) continue;
-    std::vector<const model::Coefficient*> moved;
+    if (!solve_scales(cols, rhs, weight, s)) continue;
     for (size_t j = 0; j < used.size(); ++j) {
       const double k = s(static_cast<Eigen::Index>(j));
-      for (const model::Coefficient* c : used[j]->members) {
-        c->of(hw) = c->of(base) * k;
-        moved.push_back(c);
-      }
-      report.push_back({used[j]->name, k, true, "rows whose " + used[j]->name + " term differs"});
+      for (const model::Coefficient* c : used[j]->members) c->of(hw) = c->of(base) * k;
+      report.push_back({used[j]->name, k, true, "rows where the " + used[j]->name + " term is large"});
     }
-    for (const Group& g : partitions.front())
-      for (const model::Coefficient* c : g.members)
-        if (std::find(moved.begin(), moved.end(), c) == moved.end()) {
-          report.push_back({g.name, 1, false, "the rows do not separate it from the other terms: kept at the base"});
-          break;
-        }
-    return;
+    moved = members;
+    break;
   }
-  for (const Group& g : partitions.front())
-    report.push_back({g.name, 1, false, "the rows do not separate it from the other terms: kept at the base"});
+  for (const Group& g : finest) {
+    bool in = false;
+    for (const model::Coefficient* c : g.members) in |= std::find(moved.begin(), moved.end(), c) != moved.end();
+    if (in) continue;
+    report.push_back({g.name, 1, false,
+                      visible(column(g.members)) ? "the rows do not separate it from the other terms: kept at the base"
+                                                 : "a small part of every row's peak: kept at the base"});
+  }
 }
 
 const model::Coefficient* coef(const char* name) { return model::find_coefficient(name); }

@@ -49,6 +49,9 @@ inline constexpr double kMinDominantShare = 0.5;
 /// could move a scale by more than 10%, and the rows cannot tell the groups apart.
 inline constexpr double kMinConditioning = 0.1;
 
+/// A memory group moves only if the base's term is at least this share of some row's peak.
+inline constexpr double kMinMemoryShare = 0.1;
+
 /// One usable measurement and its regressors.
 struct Row {
   const Measurement* m;
