@@ -83,6 +83,9 @@ double median(std::vector<double> v) {
 
 namespace {
 
+// Relative change below which a coefficient counts as unmoved.
+constexpr double kMovedTolerance = 1e-9;
+
 std::string label_of(const Measurement& m) {
   return m.workload.arch.name + " L=" + std::to_string(m.workload.arch.num_layers) +
          " s=" + std::to_string(m.workload.train.seq_len) + " b=" + std::to_string(m.micro_batch) +
@@ -127,7 +130,20 @@ std::vector<Residual> residuals(const std::vector<Measurement>& rows, const mode
   return out;
 }
 
-FitReport fit_profile(const std::vector<Measurement>& all, const model::HardwareModel& base) {
+bool identifies_full_model(const std::vector<Measurement>& rows) {
+  size_t split = 0;
+  double min_ops = INFINITY, max_ops = 0;
+  for (const Measurement& m : rows) {
+    if (m.oom || !measured(m.host_time_s) || !measured(m.device_time_s)) continue;
+    const double ops = model::features(m.workload, m.micro_batch).host_ops;
+    ++split;
+    min_ops = std::min(min_ops, ops);
+    max_ops = std::max(max_ops, ops);
+  }
+  return split >= detail::kMinSplitRows && max_ops > detail::kMinOpsSpread * min_ops;
+}
+
+FitReport fit_profile(const std::vector<Measurement>& all, const model::HardwareModel& base, FitMode mode) {
   std::vector<detail::Row> rows;
   std::vector<Measurement> usable;
   for (const Measurement& m : all) {
@@ -142,9 +158,20 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
   require_two_configurations(rows, base);
   FitReport rep;
   rep.hardware = base;
-  detail::fit_time(rows, rep.hardware);
-  detail::fit_memory(rows, rep.hardware);
+  rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !identifies_full_model(usable));
+  if (rep.anchored) {
+    detail::fit_anchored(rows, rep.hardware, rep.scales);
+  } else {
+    detail::fit_time(rows, rep.hardware);
+    detail::fit_memory(rows, rep.hardware);
+  }
   rep.hardware.calibrated = true;
+  // A scale fitted to 1 within rounding moved nothing.
+  for (const model::Coefficient& c : model::coefficient_table()) {
+    const double before = c.of(base), after = c.of(rep.hardware);
+    if (std::fabs(after - before) > kMovedTolerance * std::max(std::fabs(before), std::fabs(after)))
+      rep.moved.push_back({c.name, before, after});
+  }
 
   rep.residuals = residuals(usable, rep.hardware);
   double ts = 0, rs = 0, as = 0;

@@ -16,6 +16,28 @@ struct Residual {
   double predicted_allocated_bytes = 0, measured_allocated_bytes = kNotMeasured;
 };
 
+/// How fit_profile treats the base profile's coefficients.
+enum class FitMode {
+  full,       ///< refit every coefficient the rows can move (the calibration runner's rows)
+  anchored,   ///< scale groups of the base's coefficients, only those the rows identify
+  automatic,  ///< full when the rows identify the full model (identifies_full_model), else anchored
+};
+
+/// One group of an anchored fit (calibrate/fit_anchored.cpp lists them): its coefficients
+/// are the base's times `scale` (rates divided by it).
+struct GroupScale {
+  std::string group;   ///< "host", "device", "activations", "saved", "workspace", "reserved", ...
+  double scale = 1.0;  ///< 1 when not identified
+  bool identified = false;
+  std::string why;     ///< one line: why it moved or why the rows could not move it
+};
+
+/// A coefficient whose value the fit changed.
+struct MovedCoefficient {
+  std::string name;  ///< the profile key
+  double before = 0, after = 0;
+};
+
 struct FitReport {
   model::HardwareModel hardware;           ///< the input device with fitted coefficients
   std::vector<Residual> residuals;         ///< one per usable measurement
@@ -23,12 +45,20 @@ struct FitReport {
   double reserved_rms_rel = 0, reserved_max_rel = 0;  ///< peak reserved memory, relative
   double allocated_rms_rel = 0;
   int time_points = 0, memory_points = 0;
+  bool anchored = false;                   ///< anchored on the base (FitMode) rather than refitted
+  std::vector<GroupScale> scales;          ///< anchored: every group, identified or not
+  std::vector<MovedCoefficient> moved;     ///< every coefficient that differs from the base's
 };
 
 /// Fits the time and memory coefficients of `base` (whose datasheet figures and overlap
 /// mode are kept) to `rows`. Rows that ran out of memory are ignored. Throws
 /// CalibrationError when too few usable rows remain to determine the coefficients.
-FitReport fit_profile(const std::vector<Measurement>& rows, const model::HardwareModel& base);
+FitReport fit_profile(const std::vector<Measurement>& rows, const model::HardwareModel& base,
+                      FitMode mode = FitMode::full);
+
+/// Whether `rows` identify every coefficient the full fit moves: host and device measured
+/// apart (the calibration runner's rows) on enough rows at two or more operator counts.
+bool identifies_full_model(const std::vector<Measurement>& rows);
 
 /// Residuals of an existing model on rows (for validation and for the report).
 std::vector<Residual> residuals(const std::vector<Measurement>& rows, const model::HardwareModel& hw);

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "calibrate/fit.h"
 #include "calibrate/measurement.h"
 #include "model/coefficients.h"
 #include "model/hardware.h"
@@ -38,6 +39,18 @@ inline constexpr int64_t kHostBoundStartMicroBatch = 2;
 inline constexpr int kJointIterations = 30;
 inline constexpr int kOptimizerIterations = 10;
 inline constexpr int kMemorySideIterations = 3;
+
+/// Anchored fits (fit_anchored.cpp). A group's scale moves only if, at the fitted scales,
+/// the group makes at least this share of some row's predicted time: under max(H, D) a side
+/// hidden on every row leaves no trace in the step times.
+inline constexpr double kMinDominantShare = 0.5;
+/// ...and only if the design of the groups that move, its columns at unit norm, has a
+/// smallest-over-largest singular value of at least this: below it a 1% error in the rows
+/// could move a scale by more than 10%, and the rows cannot tell the groups apart.
+inline constexpr double kMinConditioning = 0.1;
+
+/// A memory group moves only if the base's term is at least this share of some row's peak.
+inline constexpr double kMinMemoryShare = 0.1;
 
 /// One usable measurement and its regressors.
 struct Row {
@@ -77,5 +90,7 @@ double median(std::vector<double> v);
 
 void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw);
 void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw);
+/// Scales groups of `hw`'s coefficients (the base) to the rows; appends every group to `report`.
+void fit_anchored(const std::vector<Row>& rows, model::HardwareModel& hw, std::vector<GroupScale>& report);
 
 }  // namespace lorasim::calib::detail

@@ -1,5 +1,6 @@
 // `lorasim fit`: a hardware profile fitted to timed runs from any framework (a measurement
 // file), so a user's own training stack gets predictions as good as lorasim's runner.
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,11 +17,22 @@
 #include "model/error.h"
 
 namespace lorasim::cli {
+namespace {
+
+std::string scientific(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string signed_percent(double rel) { return (rel >= 0 ? "+" : "") + fixed(100 * rel, 0) + "%"; }
+
+}  // namespace
 
 int cmd_fit(const Args& args) {
   HardwareArgs ha;
   std::vector<std::string> files;
-  std::string out, overlap = "max";
+  std::string out, overlap = "max", mode = "auto";
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
@@ -30,15 +42,20 @@ int cmd_fit(const Args& args) {
       ("out", po::value(&out), "profile to write (TOML); required");
   add_hardware_options(desc, ha);
   desc.add_options()("overlap", po::value(&overlap)->default_value(overlap),
-                     "max: a GPU (host dispatch overlaps device work); sum: a CPU");
+                     "max: a GPU (host dispatch overlaps device work); sum: a CPU")
+      ("fit-mode", po::value(&mode)->default_value(mode),
+       "auto: refit every coefficient when the rows identify them (host and device timed apart, as "
+       "`lorasim calibrate` writes them), else anchored; anchored: scale groups of the base profile's "
+       "coefficients, only those the rows identify; full: refit every coefficient");
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: lorasim fit --measurements FILE --out PROFILE [--gpu NAME | --profile FILE]\n\n"
                  "Fits the cost model to timed training runs (for example HF Trainer + PEFT runs you\n"
                  "timed: one row per run with model, seq_len, micro_batch, accumulation, step_time_s\n"
                  "and optionally peak memory) and writes a profile. The datasheet figures come from\n"
-                 "--gpu or --profile. Three to five splits of one workload are enough to predict the\n"
-                 "rest; more models and sequence lengths make it predict those too.\n\n"
+                 "--gpu or --profile, and so do the coefficients: step times of a few runs refine the\n"
+                 "base profile (host and device speed, activation memory) and keep what they cannot\n"
+                 "identify; the output lists what the rows moved.\n\n"
                  "examples:\n"
                  "  lorasim fit --measurements hf-runs.csv --gpu a100-80gb --out a100-hf.toml\n"
                  "  lorasim fit --measurements calib-a.csv --measurements calib-b.csv --gpu h200 --out h200.toml\n"
@@ -49,6 +66,8 @@ int cmd_fit(const Args& args) {
   if (files.empty()) throw InputError("--measurements FILE is required");
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   if (overlap != "max" && overlap != "sum") throw InputError("--overlap must be max or sum, got '" + overlap + "'");
+  if (mode != "auto" && mode != "anchored" && mode != "full")
+    throw InputError("--fit-mode must be auto, anchored or full, got '" + mode + "'");
   check_writable("--out", out);
   // Every file is read (and any error reported) before anything is written.
   std::vector<calib::Measurement> rows;
@@ -61,9 +80,14 @@ int cmd_fit(const Args& args) {
   }
   hw::Profile profile = select_profile(ha);
   profile.hw.overlap = overlap == "max" ? model::Overlap::max : model::Overlap::sum;
-  const calib::FitReport rep = calib::fit_profile(rows, profile.hw);
+  const std::string base = profile.source_text_name;
+  const calib::FitReport rep = calib::fit_profile(
+      rows, profile.hw,
+      mode == "full" ? calib::FitMode::full : mode == "anchored" ? calib::FitMode::anchored : calib::FitMode::automatic);
   profile.hw = rep.hardware;
-  profile.hw.coefficients_precision = rows.front().workload.train.precision;
+  // An anchored fit scales the base's rates in the base's precision; a full fit's rates are
+  // those of the rows.
+  if (!rep.anchored) profile.hw.coefficients_precision = rows.front().workload.train.precision;
   calib::set_expected_errors(profile.hw, rep);
   profile.origin_source = command;
   profile.calibration = {};
@@ -72,6 +96,13 @@ int cmd_fit(const Args& args) {
   profile.calibration.set("time_rms_rel", rep.time_rms_rel);
   profile.calibration.set("time_max_rel", rep.time_max_rel);
   profile.calibration.set("reserved_rms_rel", rep.reserved_rms_rel);
+  profile.calibration.set("fit", std::string(rep.anchored ? "anchored" : "full"));
+  profile.calibration.set("base", base);
+  for (const calib::GroupScale& g : rep.scales)
+    if (g.identified) profile.calibration.set(g.group + "_scale", g.scale);
+  std::string moved;
+  for (const calib::MovedCoefficient& m : rep.moved) moved += (moved.empty() ? "" : " ") + m.name;
+  if (!moved.empty()) profile.calibration.set("moved", moved);
   hw::write_profile_file(profile, out);
 
   Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
@@ -88,7 +119,14 @@ int cmd_fit(const Args& args) {
   if (rep.memory_points)
     std::cout << "; peak reserved rms " << fixed(100 * rep.reserved_rms_rel, 1) << "%, max "
               << fixed(100 * rep.reserved_max_rel, 1) << "%";
-  std::cout << "\nwrote " << out << "\n";
+  std::cout << "\n" << (rep.anchored ? "anchored on " : "refitted from ") << base << "; the rows moved "
+            << (rep.moved.empty() ? "nothing" : std::to_string(rep.moved.size()) + " coefficients:") << "\n";
+  for (const calib::MovedCoefficient& m : rep.moved)
+    std::cout << "  " << m.name << " " << scientific(m.before) << " -> " << scientific(m.after)
+              << (m.before != 0 ? " (" + signed_percent(m.after / m.before - 1) + ")" : "") << "\n";
+  for (const calib::GroupScale& g : rep.scales)
+    std::cout << "  " << g.group << (g.identified ? " x" + fixed(g.scale, 3) : " kept") << ": " << g.why << "\n";
+  std::cout << "wrote " << out << "\n";
   return kOk;
 }
 
