@@ -226,6 +226,24 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
     f.of(p.hw) = r.number(*tables.at(f.section), f.section, f.key);
   }
 
+  if (const toml::node* st = root.get("stack")) {
+    const toml::table* t = st->as_table();
+    if (!t) r.fail_at(*st, "stack must be a table ([stack.hf-peft]), got " + type_name(*st));
+    r.reject_unknown_keys(*t, "stack", {"hf-peft"});
+    if (const toml::node* hf = t->get("hf-peft")) {
+      const toml::table* h = hf->as_table();
+      if (!h) r.fail_at(*hf, "stack.hf-peft must be a table ([stack.hf-peft]), got " + type_name(*hf));
+      std::vector<std::string> keys{"calibrated", "source"};
+      for (const model::StackTerm& k : model::stack_term_table()) keys.emplace_back(k.name);
+      r.reject_unknown_keys(*h, kHfPeftSection, keys);
+      model::StackTerms& terms = p.hw.hf_peft;
+      for (const model::StackTerm& k : model::stack_term_table())
+        if (h->get(k.name)) terms.*k.field = r.number(*h, kHfPeftSection, k.name);
+      if (h->get("calibrated")) terms.calibrated = r.boolean(*h, kHfPeftSection, "calibrated");
+      if (h->get("source")) terms.source = r.string(*h, kHfPeftSection, "source");
+    }
+  }
+
   if (const toml::node* cal = root.get("calibration")) {
     const toml::table* t = cal->as_table();
     if (!t) r.fail_at(*cal, "calibration must be a table ([calibration]), got " + type_name(*cal));

@@ -49,8 +49,8 @@ const std::vector<std::string> kGpuOtherKeys = {"name", "display_name", "memory_
                                                 "bf16_supported"};
 const std::vector<std::string> kProfileOtherKeys = {"calibrated", "coefficients_precision",
                                                     "overlap", "source"};
-const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",    "profile",
-                                                "time",           "memory", "calibration"};
+const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",    "profile", "time",
+                                                "memory",         "stack",  "calibration"};
 
 std::vector<std::string> known_keys(const std::string& section) {
   std::vector<std::string> keys;
@@ -105,6 +105,14 @@ void check_ranges(const Profile& p, const Locator& where) {
         break;
     }
   }
+  const model::StackTerms& st = p.hw.hf_peft;
+  for (const model::StackTerm& t : model::stack_term_table()) {
+    const double v = st.*t.field;
+    const std::string path = key_path(kHfPeftSection, t.name);
+    const std::string got = " (got " + format_double(v) + ")";
+    if (!std::isfinite(v)) fail(where, path, "must be a finite number" + got);
+    if (t.positive ? !(v > 0) : !(v >= 0)) fail(where, path, std::string(t.positive ? "must be > 0" : "must be >= 0") + got);
+  }
   // Coefficients fitted in bf16 on a device without bf16 cannot describe any run on it.
   if (!p.hw.bf16_supported && p.hw.coefficients_precision == model::Precision::bf16)
     fail(where, "[profile].coefficients_precision",
@@ -133,6 +141,16 @@ bool operator==(const CalibrationInfo& a, const CalibrationInfo& b) {
   return a.entries == b.entries;
 }
 
+bool detail::writes_stack_terms(const model::StackTerms& t) {
+  return t.calibrated || t.source != model::StackTerms{}.source;
+}
+
+bool same_stack_terms(const model::StackTerms& a, const model::StackTerms& b) {
+  for (const model::StackTerm& t : model::stack_term_table())
+    if (a.*t.field != b.*t.field) return false;
+  return a.calibrated == b.calibrated && a.source == b.source;
+}
+
 bool operator==(const Profile& a, const Profile& b) {
   const model::HardwareModel& x = a.hw;
   const model::HardwareModel& y = b.hw;
@@ -144,7 +162,7 @@ bool operator==(const Profile& a, const Profile& b) {
          x.name == y.name && x.display_name == y.display_name &&
          x.memory_bytes == y.memory_bytes && x.bf16_supported == y.bf16_supported &&
          x.coefficients_precision == y.coefficients_precision && x.overlap == y.overlap &&
-         x.calibrated == y.calibrated;
+         x.calibrated == y.calibrated && same_stack_terms(x.hf_peft, y.hf_peft);
 }
 
 bool operator!=(const Profile& a, const Profile& b) { return !(a == b); }

@@ -38,6 +38,10 @@ extern const std::vector<std::string> kTopLevelKeys;
 std::vector<std::string> known_keys(const std::string& section);
 /// "[section].key", or "key" at the top level.
 std::string key_path(const std::string& section, const std::string& key);
+/// The hf-peft stack's table, [stack.hf-peft] (model/stack_terms.h): optional, every key too.
+inline const std::string kHfPeftSection = "stack.hf-peft";
+/// Whether a profile writes [stack.hf-peft]: terms that are not the built-in priors.
+bool writes_stack_terms(const model::StackTerms& t);
 
 /// Returns the message prefix for a key path: "file:line:column: " or "file: ".
 using Locator = std::function<std::string(const std::string& path)>;

@@ -122,6 +122,13 @@ std::string to_toml(const Profile& p) {
   write_numbers(os, p, "time");
   os << "\n[memory]\n";
   write_numbers(os, p, "memory");
+  if (writes_stack_terms(hw.hf_peft)) {
+    os << "\n[" << kHfPeftSection << "]\n"
+       << "calibrated = " << (hw.hf_peft.calibrated ? "true" : "false") << "\n"
+       << "source = " << quote(hw.hf_peft.source) << "\n";
+    for (const model::StackTerm& t : model::stack_term_table())
+      os << t.name << " = " << format_double(hw.hf_peft.*t.field) << "\n";
+  }
 
   if (!p.calibration.empty()) {
     os << "\n[calibration]\n";

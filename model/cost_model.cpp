@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/analytics.h"
+#include "model/hf_analytics.h"
 
 namespace lorasim::model {
 
@@ -14,17 +15,19 @@ Features features(const Workload& w, int64_t micro_batch) {
   f.gemm_flops_per_token = f.gemm_flops / (static_cast<double>(micro_batch) * w.train.seq_len);
   f.head_flops = fl.head;
   f.attention_flops = fl.attention;
-  f.memory_bytes = memory_bound_bytes(w, micro_batch);
-  f.loss_bytes = loss_bytes(w, micro_batch);
-  f.host_ops = host_ops_per_micro_batch(w);
-  f.recompute_ops = recompute_ops_per_micro_batch(w);
-  const ActivationMemory act = activation_memory(w, micro_batch);
+  // The stack decides which operators run, what they move and what autograd saves.
+  const bool hf = w.stack.kind == StackKind::hf_peft;
+  f.memory_bytes = hf ? hf_memory_bound_bytes(w, micro_batch) : memory_bound_bytes(w, micro_batch);
+  f.loss_bytes = hf ? hf_loss_bytes(w, micro_batch) : loss_bytes(w, micro_batch);
+  f.host_ops = hf ? hf_host_ops_per_micro_batch(w) : host_ops_per_micro_batch(w);
+  f.recompute_ops = hf ? hf_recompute_ops_per_micro_batch(w) : recompute_ops_per_micro_batch(w);
+  const ActivationMemory act = hf ? hf_activation_memory(w, micro_batch) : activation_memory(w, micro_batch);
   f.saved_bytes = act.saved_bytes;
   f.attention_score_bytes = act.attention_score_bytes;
   f.logits_bytes = act.logits_bytes;
   f.recompute_bytes = act.recompute_bytes;
   f.logits_buffer_bytes = act.logits_buffer_bytes;
-  f.static_bytes = static_cast<double>(static_memory(w).total());
+  f.static_bytes = static_cast<double>(static_memory(w).total()) + (hf ? hf_extra_static_bytes(w) : 0.0);
   const ParamCounts pc = count_params(w.arch, w.lora);
   f.lora_tensors = static_cast<double>(pc.lora_tensors);
   f.trainable_params = static_cast<double>(pc.trainable);
@@ -56,6 +59,7 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
   t.host_s = sum_terms(Term::host, f, hw);
   t.device_s = sum_terms(Term::device, f, hw, rate_scale) + sum_terms(Term::device_traffic, f, hw) +
                sum_terms(Term::device_kernels, f, hw);
+  if (hw.device_scale != 1.0) t.device_s *= hw.device_scale;  // a stack's graph (model/stack_terms.h)
   t.total_s = combine(t.host_s, t.device_s, f.host_ops, hw);
   return t;
 }
@@ -73,7 +77,9 @@ MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   e.peak_allocated_bytes = f.static_bytes + m.workspace_bytes + m.saved_scale * f.saved_bytes + transient;
   Features at_peak = f;
   at_peak.allocated_bytes = e.peak_allocated_bytes;
-  e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, sum_terms(Term::reserved, at_peak, hw));
+  double reserved = sum_terms(Term::reserved, at_peak, hw);
+  if (hw.reserved_logits_share != 0.0) reserved += hw.reserved_logits_share * f.logits_buffer_bytes;
+  e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, reserved);
   e.worst_reserved_bytes = e.peak_reserved_bytes + f.logits_buffer_bytes;
   return e;
 }
@@ -83,7 +89,10 @@ OptimizerTime optimizer_time(const Features& f, const HardwareModel& hw) {
 }
 
 CostModel::CostModel(const Workload& w, const HardwareModel& hw)
-    : hw_(hw), precision_(w.train.precision), unit_(features(w, 1)), optimizer_(optimizer_time(unit_, hw_)) {}
+    : hw_(for_stack(hw, w.stack)),
+      precision_(w.train.precision),
+      unit_(features(w, 1)),
+      optimizer_(optimizer_time(unit_, hw_)) {}
 
 Features CostModel::at(int64_t micro_batch) const {
   // The FLOPs, bytes and activations are linear in the micro-batch at a fixed sequence

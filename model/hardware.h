@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/stack_terms.h"
 #include "model/workload.h"
 
 namespace lorasim::model {
@@ -66,6 +67,11 @@ struct HardwareModel {
   bool calibrated = false;           ///< fitted from measurements (true) or a datasheet prior
   double expected_time_error = 0.5;  ///< typical relative step-time error of these coefficients
   double expected_memory_error = 0.2;  ///< typical relative peak-memory error
+  StackTerms hf_peft;                ///< the hf-peft stack's terms ([stack.hf-peft]; priors if absent)
+  /// Set by for_stack (model/stack_terms.h) for the model a stack's workload runs on: the
+  /// stack's device-time multiplier and allocator slack. 1 and 0 for the device's own terms.
+  double device_scale = 1.0;
+  double reserved_logits_share = 0.0;
 
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).
   double peak_tflops(Precision p) const;

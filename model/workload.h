@@ -29,7 +29,9 @@ struct Workload {
   Architecture arch;
   LoraSpec lora;
   TrainingSpec train;
-  StackSpec stack;  ///< the program that trains (hf-peft by default: what most users run)
+  /// The program that trains. The library's default is lorasim's own runner, whose terms the
+  /// analytic reference describes; the CLI's simulate and recommend default to hf-peft.
+  StackSpec stack = StackSpec::lorasim_runner();
 
   /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, a
   /// parameter or byte count beyond int64, ...).

@@ -1,0 +1,182 @@
+// The hf-peft stack's analytic terms. The memory formulas are docs/hf-stack-memory.md's
+// (checked to the byte on the CPU by python/lorasim_hf/saved_tensors.py).
+#include "model/hf_analytics.h"
+
+#include <algorithm>
+
+namespace lorasim::model {
+namespace {
+
+// Bytes per element of what the adapters save: PEFT keeps the adapters of a half-precision
+// model in fp32 and casts each adapter's input to fp32; autocast casts that copy back to half
+// precision, and the half copy is what lora_A saves.
+double adapter_saved_bytes(const Workload& w) {
+  return w.stack.autocast ? 2.0 : 4.0;
+}
+
+// A dropout mask element: CUDA's native_dropout saves a bool mask.
+constexpr double kDropoutMaskBytes = 1.0;
+
+struct AdapterWidths {
+  double in = 0;     ///< sum of the adapted projections' input widths (S_in)
+  double out = 0;    ///< sum of their output widths
+  double count = 0;  ///< adapted projections (|A|)
+  double qkv_in = 0; ///< of `in`, the q/k/v projections' (block 0's inputs that need no grad)
+};
+
+AdapterWidths adapter_widths(const Workload& w) {
+  AdapterWidths a;
+  for (const Projection& p : block_projections(w.arch)) {
+    if (!w.lora.has(p.target)) continue;
+    a.in += static_cast<double>(p.in_features);
+    a.out += static_cast<double>(p.out_features);
+    a.count += 1;
+    if (p.target == Target::q || p.target == Target::k || p.target == Target::v)
+      a.qkv_in += static_cast<double>(p.in_features);
+  }
+  return a;
+}
+
+}  // namespace
+
+double hf_block_saved_per_token(const Workload& w, bool first) {
+  const Architecture& a = w.arch;
+  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const double h = static_cast<double>(a.hidden_size), i = static_cast<double>(a.intermediate_size);
+  const double qd = static_cast<double>(a.q_dim()), kvd = static_cast<double>(a.kv_dim());
+  const double nq = static_cast<double>(a.num_heads), nkv = static_cast<double>(a.num_kv_heads);
+  const double d = static_cast<double>(a.head_dim), s = static_cast<double>(w.train.seq_len);
+  const double r = static_cast<double>(w.lora.rank);
+  const AdapterWidths ad = adapter_widths(w);
+  const bool fp32_plain = e == 4 && !w.stack.autocast;
+  // RMSNorm saves its fp32 input copy and the fp32 reciprocal RMS; block 0's input norm saves
+  // nothing when the embedding output needs no gradient.
+  double bytes = (first ? 1.0 : 2.0) * (4 * h + 4);
+  // lora_A saves its input and lora_B lora_A's output. In an fp32 model without autocast and
+  // without dropout the input is the block's own tensor, shared by q/k/v and by gate/up.
+  double adapter_inputs = ad.in;
+  if (fp32_plain && w.stack.lora_dropout == 0) {
+    adapter_inputs = 0;
+    if (w.lora.has(Target::q) || w.lora.has(Target::k) || w.lora.has(Target::v)) adapter_inputs += h;
+    if (w.lora.has(Target::gate) || w.lora.has(Target::up)) adapter_inputs += h;
+    if (w.lora.has(Target::down)) adapter_inputs += i;
+    // o's input is the attention output SDPA saves anyway; eager makes a contiguous copy.
+    if (w.lora.has(Target::o) && w.stack.attn_impl == AttnImpl::eager) adapter_inputs += qd;
+  }
+  bytes += adapter_saved_bytes(w) * (adapter_inputs + ad.count * r);
+  if (w.stack.lora_dropout > 0) bytes += kDropoutMaskBytes * (ad.in - (first ? ad.qkv_in : 0.0));
+  if (a.qk_norm) bytes += (nq + nkv) * (4 * d + 4);
+  if (w.stack.attn_impl == AttnImpl::eager) {
+    // QK^T saves q and the repeated k; PV the probabilities and the repeated v; softmax its fp32
+    // output (bf16 models: plus the cast copy PV saves).
+    const double kv_rep = a.num_kv_heads < a.num_heads ? qd : kvd;
+    bytes += (qd + 2 * kv_rep) * e + nq * s * (e == 4 ? 4.0 : 4.0 + e);
+  } else {
+    // Fused attention: q, k, v (un-repeated), the output and the fp32 log-sum-exp.
+    bytes += (2 * qd + 2 * kvd) * e + 4 * nq;
+  }
+  bytes += 3 * i * e;  // SiLU's input, silu(gate) and up
+  return bytes;
+}
+
+ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
+  const Architecture& a = w.arch;
+  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const double n = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
+  const double L = static_cast<double>(a.num_layers), h = static_cast<double>(a.hidden_size);
+  const double V = static_cast<double>(a.vocab_size);
+  const double block = hf_block_saved_per_token(w, false);
+  // The final norm and the loss's saved tensors: log-softmax's fp32 output and int64 labels.
+  const double outer = (4 * h + 4) + 4 * V + 8;
+  ActivationMemory m;
+  if (w.train.grad_ckpt) {
+    // Non-reentrant checkpointing keeps each block's input; one block is rebuilt at a time in
+    // the backward, with its gradient buffers, after the loss's buffers are gone (which frees
+    // the log-softmax output the saved bytes include).
+    m.saved_bytes = n * (L * h * e + outer);
+    m.recompute_bytes = std::max(1.0, n * (block + 2 * h * e - 4 * V));
+  } else {
+    m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
+  }
+  // The start of the backward: nll_loss's gradient and log-softmax's input gradient, fp32.
+  m.logits_bytes = n * V * 8;
+  m.logits_buffer_bytes = n * V * e;
+  return m;
+}
+
+double hf_extra_static_bytes(const Workload& w) {
+  if (!w.stack.autocast) return 0;
+  const ParamCounts pc = count_params(w.arch, w.lora);
+  double bytes = 2.0 * static_cast<double>(pc.trainable);  // cached half copies of the adapters
+  if (w.train.precision == Precision::fp32) {
+    double frozen_linear = 0;
+    for (const Projection& p : block_projections(w.arch))
+      frozen_linear += static_cast<double>(p.in_features) * static_cast<double>(p.out_features);
+    bytes += 2.0 * (frozen_linear * static_cast<double>(w.arch.num_layers) +
+                    static_cast<double>(w.arch.vocab_size) * static_cast<double>(w.arch.hidden_size));
+  }
+  return bytes;
+}
+
+BlockTraffic hf_block_memory_traffic(const Workload& w) {
+  BlockTraffic t = block_memory_traffic(w);
+  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const AdapterWidths ad = adapter_widths(w);
+  // PEFT's cast of each adapter's input to fp32 (read e, write 4), autocast's cast back
+  // (read 4, write 2); their gradients run the other way in the backward.
+  const double casts = (e == 4 ? 0.0 : e + 4) + (w.stack.autocast ? 6.0 : 0.0);
+  t.forward_bytes_per_token += casts * ad.in;
+  t.backward_bytes_per_token += casts * ad.in;
+  if (w.stack.lora_dropout > 0) {
+    // Forward: read the input, write the output and the mask; backward: read the gradient and
+    // the mask, write the input gradient.
+    const double x = w.stack.autocast ? 4.0 : 4.0;
+    t.forward_bytes_per_token += (2 * x + kDropoutMaskBytes) * ad.in;
+    t.backward_bytes_per_token += (2 * x + kDropoutMaskBytes) * ad.in;
+  }
+  if (!w.stack.autocast && e != 4) {
+    // Without autocast the adapter path runs in fp32: lora_B's output, its scaled copy and the
+    // sum with the frozen output are fp32 (then cast back), both ways.
+    t.forward_bytes_per_token += (3 * 4 + 4 + e) * ad.out;
+    t.backward_bytes_per_token += (3 * 4 + 4 + e) * ad.out;
+  }
+  return t;
+}
+
+double hf_memory_bound_bytes(const Workload& w, int64_t micro_batch) {
+  const double n = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
+  const BlockTraffic t = hf_block_memory_traffic(w);
+  const double forward_passes = w.train.grad_ckpt ? 2.0 : 1.0;
+  return n * static_cast<double>(w.arch.num_layers) *
+         (forward_passes * t.forward_bytes_per_token + t.backward_bytes_per_token);
+}
+
+double hf_loss_bytes(const Workload& w, int64_t micro_batch) {
+  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const double n = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
+  // Upcast (read e, write 4), log-softmax (read 4, write 4), nll (read 4); backward: nll's
+  // gradient (write 4), log-softmax's (read 8, write 4), the cast back (read 4, write e).
+  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36);
+}
+
+namespace {
+// PEFT's extra operators per adapter in the forward: the input cast, the cast of the result
+// back, and dropout when on.
+double adapter_extra_forward_ops(const Workload& w) {
+  return static_cast<double>(w.lora.targets.size()) * (2.0 + (w.stack.lora_dropout > 0 ? 1.0 : 0.0));
+}
+// The backward dispatches about 1.5 operators per forward operator (model/analytics.cpp).
+constexpr double kBackwardPerForward = 1.5;
+}  // namespace
+
+double hf_host_ops_per_micro_batch(const Workload& w) {
+  const double extra = adapter_extra_forward_ops(w) * static_cast<double>(w.arch.num_layers);
+  return host_ops_per_micro_batch(w) + extra * ((w.train.grad_ckpt ? 2.0 : 1.0) + kBackwardPerForward);
+}
+
+double hf_recompute_ops_per_micro_batch(const Workload& w) {
+  if (!w.train.grad_ckpt) return 0.0;
+  return recompute_ops_per_micro_batch(w) + adapter_extra_forward_ops(w) * static_cast<double>(w.arch.num_layers);
+}
+
+}  // namespace lorasim::model

@@ -1,0 +1,60 @@
+// The stack half of a profile: what a training stack changes in a device's coefficients.
+// A profile's [time] and [memory] describe the GPU as lorasim's LibTorch runner drives it; the
+// hf-peft stack (Transformers + PEFT) dispatches from Python, runs a different graph and holds
+// different allocator slack, so its host, optimizer and memory terms are its own, fitted by
+// running the stack itself (`lorasim calibrate --stack hf-peft`). The defaults below are the
+// priors every profile without an [stack.hf-peft] table uses: the H200 calibration's values
+// (bench/results/h200/hf-peft-run2), treated like the priors' device-independent constants.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/stack.h"
+
+namespace lorasim::model {
+
+struct HardwareModel;
+
+struct StackTerms {
+  // Host: the Python stack's dispatch, per micro-batch and per operator of model/hf_analytics.
+  double host_fixed_s = 0.0;              ///< per micro-batch (data to device, Python loop, hooks)
+  double host_per_op_s = 7.0e-05;         ///< per dispatched operator (module calls included)
+  double recompute_host_share = 1.0;      ///< checkpointing's recomputed forward, relative
+  /// The device time of the stack's graph relative to the device's own terms evaluated on the
+  /// stack's operators and bytes (extra casts, copies and kernels the counts miss).
+  double device_scale = 1.0;
+  // The optimizer: fused AdamW + gradient clipping (Trainer) or AdamW (a plain loop).
+  double optimizer_fixed_s = 0.0;         ///< host, per step
+  double optimizer_per_tensor_s = 0.0;    ///< host, per adapter tensor
+  // Memory: multipliers on the counted terms (1 = the count is right), a constant, and the
+  // caching allocator's slack.
+  double saved_scale = 1.0;
+  double logits_scale = 1.0;
+  double workspace_bytes = 0.0;
+  double reserved_scale = 1.0;            ///< reserved = scale * allocated + overhead + share * logits
+  double reserved_overhead_bytes = 0.0;
+  double reserved_logits_share = 0.0;     ///< slack in units of one half-precision logits tensor
+  double expected_time_error = 0.3;       ///< typical relative step-time error of these terms
+  double expected_memory_error = 0.1;
+  bool calibrated = false;                ///< fitted from this stack's runs on this GPU
+  std::string source = "prior";           ///< where the terms came from, for notes and files
+};
+
+/// One number of [stack.hf-peft]: its key, field, and the rule a profile value must satisfy.
+struct StackTerm {
+  const char* name;
+  double StackTerms::*field;
+  bool positive;  ///< must be > 0 (else >= 0)
+  const char* why;
+};
+/// Every number of [stack.hf-peft], in the order profiles write them.
+const std::vector<StackTerm>& stack_term_table();
+const StackTerm* find_stack_term(std::string_view name);
+
+/// The device model a workload of `stack` runs on: for hf-peft, `hw` with the stack's host,
+/// optimizer and memory terms in place of the runner's and its device scale applied; for
+/// lorasim, `hw` itself.
+HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack);
+
+}  // namespace lorasim::model
