@@ -158,14 +158,30 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
   require_two_configurations(rows, base);
   FitReport rep;
   rep.hardware = base;
-  rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !identifies_full_model(usable));
-  if (rep.anchored) {
+  if (detail::is_stack_fit(rows)) {
+    // The rows are of the hf-peft stack: they refine its terms; the GPU half stays the base's.
+    const model::HardwareModel before = detail::stack_view(base);
+    model::HardwareModel view = before;
+    rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !detail::identifies_stack(rows));
+    if (rep.anchored)
+      detail::fit_anchored(rows, view, rep.scales);
+    else
+      detail::fit_stack_full(rows, view);
+    rep.hardware.hf_peft = detail::stack_terms_of(view, before, base.hf_peft);
+    for (const model::StackTerm& t : model::stack_term_table()) {
+      const double b = base.hf_peft.*t.field, a = rep.hardware.hf_peft.*t.field;
+      if (std::fabs(a - b) > kMovedTolerance * std::max(std::fabs(a), std::fabs(b)))
+        rep.moved.push_back({std::string("stack.hf-peft.") + t.name, b, a});
+    }
+  } else if ((rep.anchored = mode == FitMode::anchored ||
+                             (mode == FitMode::automatic && !identifies_full_model(usable)))) {
     detail::fit_anchored(rows, rep.hardware, rep.scales);
   } else {
     detail::fit_time(rows, rep.hardware);
     detail::fit_memory(rows, rep.hardware);
   }
-  rep.hardware.calibrated = true;
+  // A stack's fit leaves the GPU half as the base had it, calibrated or a prior.
+  if (!detail::is_stack_fit(rows)) rep.hardware.calibrated = true;
   // A scale fitted to 1 within rounding moved nothing.
   for (const model::Coefficient& c : model::coefficient_table()) {
     const double before = c.of(base), after = c.of(rep.hardware);

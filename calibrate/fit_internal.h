@@ -52,6 +52,10 @@ inline constexpr double kMinConditioning = 0.1;
 /// A memory group moves only if the base's term is at least this share of some row's peak.
 inline constexpr double kMinMemoryShare = 0.1;
 
+/// The hf-peft stack's full fit needs rows at two or more depths (host per micro-batch vs per
+/// operator) and this many rows in all; fewer refine the stack's terms by group scales.
+inline constexpr size_t kMinStackRows = 8;
+
 /// One usable measurement and its regressors.
 struct Row {
   const Measurement* m;
@@ -92,5 +96,19 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw);
 void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw);
 /// Scales groups of `hw`'s coefficients (the base) to the rows; appends every group to `report`.
 void fit_anchored(const std::vector<Row>& rows, model::HardwareModel& hw, std::vector<GroupScale>& report);
+
+// ---- the hf-peft stack (fit_stack.cpp) ----
+/// True when every row is of the hf-peft stack, false when none is; throws for a mix.
+bool is_stack_fit(const std::vector<Row>& rows);
+/// Whether the rows identify every stack term (the calibration plan's rows do).
+bool identifies_stack(const std::vector<Row>& rows);
+/// `base` with the hf-peft terms in place of the runner's (model::for_stack), as a fit sees it.
+model::HardwareModel stack_view(const model::HardwareModel& base);
+/// Fits the stack's host line, recompute share, device scale, optimizer host terms, memory
+/// multipliers and reserved line on the view.
+void fit_stack_full(const std::vector<Row>& rows, model::HardwareModel& view);
+/// The stack terms a fitted view stands for (`view_before`: the view before the fit).
+model::StackTerms stack_terms_of(const model::HardwareModel& view, const model::HardwareModel& view_before,
+                                 const model::StackTerms& before);
 
 }  // namespace lorasim::calib::detail

@@ -36,9 +36,10 @@ const StackTerm* find_stack_term(std::string_view name) {
 }
 
 HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
-  if (stack.kind != StackKind::hf_peft) return hw;
+  if (stack.kind != StackKind::hf_peft || hw.stack_applied) return hw;
   const StackTerms& t = hw.hf_peft;
   HardwareModel m = hw;
+  m.stack_applied = true;
   m.time.host_fixed_s = t.host_fixed_s;
   m.time.host_per_op_s = t.host_per_op_s;
   m.time.recompute_host_share = t.recompute_host_share;
