@@ -166,6 +166,7 @@ CalibrationResult run_calibration(const CalibrationOptions& opt, const model::Ha
   };
   for (const Key& key : order) {
     model::Workload w = opt.reference;
+    w.stack = model::StackSpec::lorasim_runner();  // whatever the caller set: this runner is what runs
     const std::string& name = std::get<0>(key);
     w.arch = model::truncated(name.empty() ? opt.reference.arch : model::preset(name), std::get<1>(key));
     w.lora.rank = std::get<2>(key);

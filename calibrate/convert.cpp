@@ -1,6 +1,7 @@
 #include "calibrate/convert.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "calibrate/runner.h"
 
@@ -10,6 +11,7 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   Measurement m;
   m.workload = w;
   m.workload.train.precision = r.precision;  // what ran, which the CPU may have changed
+  m.workload.stack = model::StackSpec::lorasim_runner();  // RunResult comes from lorasim's runner only
   m.micro_batch = r.micro_batch;
   m.accumulation = r.accumulation;
   m.oom = r.oom;
@@ -24,11 +26,31 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   return m;
 }
 
+namespace {
+
+// The stack's name and the options it sets away from that stack's defaults: short enough for a
+// table cell, and rows differing in any option land in different groups.
+std::string stack_tag(const model::StackSpec& s) {
+  const model::StackSpec d = s.kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  std::string t = model::stack_name(s.kind);
+  if (s.attn_impl != d.attn_impl) t += std::string(" ") + model::attn_impl_name(s.attn_impl);
+  if (s.lora_dropout != d.lora_dropout) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " dropout=%g", s.lora_dropout);
+    t += buf;
+  }
+  if (s.autocast != d.autocast) t += s.autocast ? " autocast" : " no-autocast";
+  if (s.allocator != d.allocator) t += std::string(" ") + model::allocator_name(s.allocator) + "-alloc";
+  return t;
+}
+
+}  // namespace
+
 std::string workload_label(const Measurement& m) {
   const auto& w = m.workload;
   return w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +
          (w.train.grad_ckpt ? " ckpt" : "") + " r=" + std::to_string(w.lora.rank) + " " + w.lora.targets_string() +
-         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation);
+         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation) + " " + stack_tag(w.stack);
 }
 
 void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {

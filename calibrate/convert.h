@@ -18,7 +18,8 @@ struct RunResult;  // calibrate/runner.h
 Measurement to_measurement(const model::Workload& w, const RunResult& r);
 
 /// The label of the group a row belongs to: its workload and effective batch
-/// ("tiny L=2 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8"). Rows of one label are the splits of
+/// and stack ("tiny L=2 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8 lorasim"; options away from the
+/// stack's defaults follow its name: "hf-peft dropout=0.05 expandable-alloc"). Rows of one label are the splits of
 /// one simulation.
 std::string workload_label(const Measurement& m);
 

@@ -26,6 +26,7 @@ struct Measurement {
   double optimizer_time_s = kNotMeasured;   ///< AdamW step + zero_grad
   double peak_allocated_bytes = kNotMeasured;
   double peak_reserved_bytes = kNotMeasured;
+  std::string loop;  ///< what produced the row: "trainer", "plain", "probe"; empty when not said
 };
 
 }  // namespace lorasim::calib

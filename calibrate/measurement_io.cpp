@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -22,7 +23,10 @@ namespace {
 const std::vector<std::string> kColumns = {
     "model", "num_layers", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
-    "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes"};
+    "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
+    // The training stack (model/stack.h); absent in files written before it was a column.
+    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop"};
+const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -70,6 +74,34 @@ model::Architecture architecture(const std::string& name, std::map<std::string, 
   return a;
 }
 
+// A row without `stack` predates the column: lorasim's runner wrote it. Each option is checked
+// against the stack as it is applied, so an error names the column that brought it in.
+model::StackSpec stack_of(const std::function<std::string(const std::string&)>& get) {
+  const bool given = !get("stack").empty();
+  model::StackKind kind = model::StackKind::lorasim;
+  try {
+    if (given) kind = model::parse_stack(get("stack"));
+  } catch (const Error& e) {
+    throw RowError(std::string("column stack: ") + e.what());
+  }
+  model::StackSpec s = kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  const std::string hint = given ? "" : " (a row without a stack column is lorasim's runner: add stack hf-peft)";
+  auto apply = [&](const char* column, const std::function<void()>& set) {
+    if (get(column).empty()) return;
+    try {
+      set();
+      s.validate();
+    } catch (const Error& e) {
+      throw RowError(std::string("column ") + column + ": " + e.what() + hint);
+    }
+  };
+  apply("attn_impl", [&] { s.attn_impl = model::parse_attn_impl(get("attn_impl")); });
+  apply("lora_dropout", [&] { s.lora_dropout = to_number("lora_dropout", get("lora_dropout")); });
+  apply("allocator", [&] { s.allocator = model::parse_allocator(get("allocator")); });
+  apply("autocast", [&] { s.autocast = to_bool("autocast", get("autocast")); });
+  return s;
+}
+
 Measurement from_fields(const std::map<std::string, std::string>& f, std::map<std::string, model::Architecture>& cache) {
   auto get = [&](const std::string& k) -> std::string {
     auto it = f.find(k);
@@ -81,6 +113,12 @@ Measurement from_fields(const std::map<std::string, std::string>& f, std::map<st
   for (const char* k : {"model", "seq_len", "micro_batch"})
     if (get(k).empty()) throw RowError(std::string("missing required column ") + k);
   Measurement m;
+  m.workload.stack = stack_of(get);
+  if (!get("loop").empty()) {
+    if (std::find(kLoops.begin(), kLoops.end(), get("loop")) == kLoops.end())
+      throw RowError("column loop: expected trainer, plain or probe, got '" + get("loop") + "'");
+    m.loop = get("loop");
+  }
   try {
     m.workload.arch = architecture(get("model"), cache);
   } catch (const Error& e) {
@@ -296,7 +334,10 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     num(m.peak_allocated_bytes);
     out << ',';
     num(m.peak_reserved_bytes);
-    out << '\n';
+    const model::StackSpec& st = m.workload.stack;
+    out << ',' << model::stack_name(st.kind) << ',' << model::attn_impl_name(st.attn_impl) << ',' << st.lora_dropout
+        << ',' << model::allocator_name(st.allocator) << ',' << (st.autocast ? "true" : "false") << ',' << m.loop
+        << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");
 }

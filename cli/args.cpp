@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -34,6 +35,54 @@ void add_workload_options(po::options_description& desc, WorkloadArgs& a) {
       ("lora-targets", po::value(&a.lora_targets)->default_value(a.lora_targets), "adapted projections: comma list of q,k,v,o,gate,up,down, or all")
       ("precision", po::value(&a.precision)->default_value(a.precision), "frozen weights and activations: auto, bf16, fp16, fp32 (auto: bf16, or fp16 where bf16 is unsupported)")
       ("grad-ckpt", po::bool_switch(&a.grad_ckpt), "gradient checkpointing of every decoder block");
+  add_stack_options(desc, a.stack);
+}
+
+void add_stack_options(po::options_description& desc, StackArgs& a) {
+  desc.add_options()
+      ("stack", po::value(&a.stack)->default_value(a.stack), "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT) or lorasim (lorasim's LibTorch runner)")
+      ("attn-impl", po::value(&a.attn_impl), "hf-peft's attn_implementation: sdpa, eager, flash_attention_2 (default sdpa)")
+      ("lora-dropout", po::value(&a.lora_dropout), "hf-peft's LoraConfig lora_dropout, in [0, 1) (default 0)")
+      ("allocator", po::value(&a.allocator), "CUDA allocator: default, or expandable (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) (default: default for hf-peft, expandable for lorasim)")
+      ("autocast", po::value(&a.autocast), "hf-peft's forward under torch.autocast: true (Trainer with bf16/fp16) or false (a plain loop on a half-precision model) (default true)");
+}
+
+model::StackSpec build_stack(const StackArgs& a) {
+  const model::StackKind kind = [&] {
+    try {
+      return model::parse_stack(a.stack);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--stack: ") + e.what());
+    }
+  }();
+  model::StackSpec s = kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  // Each option is checked against the stack as it is applied, so the error names its flag.
+  auto apply = [&](const char* flag, const boost::optional<std::string>& text, const std::function<void()>& set) {
+    if (!text) return;
+    try {
+      set();
+      s.validate();
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      throw InputError(what.rfind(flag, 0) == 0 ? what : std::string(flag) + ": " + what);
+    }
+  };
+  apply("--attn-impl", a.attn_impl, [&] { s.attn_impl = model::parse_attn_impl(*a.attn_impl); });
+  apply("--lora-dropout", a.lora_dropout, [&] { s.lora_dropout = parse_real("--lora-dropout", *a.lora_dropout, 0, 1); });
+  apply("--allocator", a.allocator, [&] { s.allocator = model::parse_allocator(*a.allocator); });
+  apply("--autocast", a.autocast, [&] {
+    if (*a.autocast != "true" && *a.autocast != "false")
+      throw InputError("--autocast must be true or false, got '" + *a.autocast + "'");
+    s.autocast = *a.autocast == "true";
+  });
+  return s;
+}
+
+void require_runner_stack(const model::StackSpec& stack, const std::string& command) {
+  if (stack.kind == model::StackKind::lorasim) return;
+  throw InputError("--stack " + std::string(model::stack_name(stack.kind)) + ": `lorasim " + command +
+                   "` runs lorasim's own LibTorch runner (--stack lorasim); to check an hf-peft run, record it "
+                   "with lorasim_hf.LorasimCallback in your Trainer and run `lorasim validate --measurements FILE`");
 }
 
 model::Workload build_workload(const WorkloadArgs& a, bool bf16_supported) {
@@ -48,6 +97,7 @@ model::Workload build_workload(const WorkloadArgs& a, bool bf16_supported) {
   else
     w.train.precision = model::parse_precision(a.precision);
   w.train.grad_ckpt = a.grad_ckpt;
+  w.stack = build_stack(a.stack);
   w.validate();
   return w;
 }

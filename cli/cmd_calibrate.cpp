@@ -95,6 +95,9 @@ int cmd_calibrate(const Args& args) {
       ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")
       ("precision", po::value(&precision)->default_value(precision), "CUDA weights precision: bf16 or fp16 (the CPU runs fp32)")
       ("memory-limit", po::value(&memory_limit), "cap device memory, e.g. 40GiB (runs above it are recorded as out of memory)");
+  StackArgs stack_args;
+  stack_args.stack = "lorasim";
+  add_stack_options(desc, stack_args);
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: lorasim calibrate --out FILE [options]\n\n"
@@ -112,6 +115,11 @@ int cmd_calibrate(const Args& args) {
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   check_writable("--out", out);
   if (!save.empty()) check_measurements_writable("--save-measurements", save);
+  const model::StackSpec stack = build_stack(stack_args);
+  if (stack.kind != model::StackKind::lorasim)
+    throw InputError("--stack hf-peft: this lorasim calibrates only its own LibTorch runner (--stack lorasim)");
+  if (stack.allocator != model::StackSpec::lorasim_runner().allocator)
+    throw InputError("--allocator default: lorasim's runner runs with expandable segments (--allocator expandable)");
 
   calib::CalibrationOptions opt;
   opt.device = device;

@@ -27,19 +27,40 @@ std::string scientific(double v) {
 
 std::string signed_percent(double rel) { return (rel >= 0 ? "+" : "") + fixed(100 * rel, 0) + "%"; }
 
+// One fit describes one stack: rows of two stacks would blend their costs into one profile.
+model::StackKind rows_stack(const std::vector<calib::Measurement>& rows, const std::string& flag) {
+  const model::StackKind want =
+      flag.empty() ? rows.front().workload.stack.kind : [&] {
+        try {
+          return model::parse_stack(flag);
+        } catch (const InputError& e) {
+          throw InputError(std::string("--stack: ") + e.what());
+        }
+      }();
+  for (const calib::Measurement& m : rows)
+    if (m.workload.stack.kind != want)
+      throw InputError(std::string("the measurements hold runs of the ") + model::stack_name(m.workload.stack.kind) +
+                       " stack (" + calib::workload_label(m) + ") " + (flag.empty() ? "and of the " : "but --stack is ") +
+                       model::stack_name(want) + (flag.empty() ? " stack" : "") +
+                       ": fit one stack at a time (a file without a stack column is lorasim's runner)");
+  return want;
+}
+
 }  // namespace
 
 int cmd_fit(const Args& args) {
   HardwareArgs ha;
   std::vector<std::string> files;
-  std::string out, overlap = "max", mode = "auto";
+  std::string out, overlap = "max", mode = "auto", stack;
   po::options_description desc("Options");
   desc.add_options()
       ("help", "show this help")
       ("measurements", po::value(&files)->composing(),
        "timed runs, .csv or .jsonl (docs/measurements.md); required. Repeat it to pool several files, "
        "e.g. calibrations of one GPU type on different machines")
-      ("out", po::value(&out), "profile to write (TOML); required");
+      ("out", po::value(&out), "profile to write (TOML); required")
+      ("stack", po::value(&stack), "the training stack the runs were made with, hf-peft or lorasim: rows of another "
+       "stack are refused (default: the rows' own, which must be one; a file without a stack column is lorasim's runner)");
   add_hardware_options(desc, ha);
   desc.add_options()("overlap", po::value(&overlap)->default_value(overlap),
                      "max: a GPU (host dispatch overlaps device work); sum: a CPU")
@@ -78,6 +99,7 @@ int cmd_fit(const Args& args) {
     measurements += (measurements.empty() ? "" : " ") + f;
     command += " --measurements " + f;
   }
+  const model::StackKind fitted_stack = rows_stack(rows, stack);
   hw::Profile profile = select_profile(ha);
   profile.hw.overlap = overlap == "max" ? model::Overlap::max : model::Overlap::sum;
   const std::string base = profile.source_text_name;
@@ -98,6 +120,7 @@ int cmd_fit(const Args& args) {
   profile.calibration.set("reserved_rms_rel", rep.reserved_rms_rel);
   profile.calibration.set("fit", std::string(rep.anchored ? "anchored" : "full"));
   profile.calibration.set("base", base);
+  profile.calibration.set("stack", std::string(model::stack_name(fitted_stack)));
   for (const calib::GroupScale& g : rep.scales)
     if (g.identified) profile.calibration.set(g.group + "_scale", g.scale);
   std::string moved;
@@ -126,7 +149,7 @@ int cmd_fit(const Args& args) {
               << (m.before != 0 ? " (" + signed_percent(m.after / m.before - 1) + ")" : "") << "\n";
   for (const calib::GroupScale& g : rep.scales)
     std::cout << "  " << g.group << (g.identified ? " x" + fixed(g.scale, 3) : " kept") << ": " << g.why << "\n";
-  std::cout << "wrote " << out << "\n";
+  std::cout << "stack: " << model::stack_name(fitted_stack) << "\nwrote " << out << "\n";
   return kOk;
 }
 

@@ -112,6 +112,7 @@ void print_header(const sim::Request& req, const hw::Profile& p, const sim::Resu
   std::cout << "model:     " << req.workload.arch.name << " (" << human_count(static_cast<double>(pc.base))
             << " frozen, " << human_count(static_cast<double>(pc.trainable)) << " trainable)\n"
             << "workload:  " << workload_line(req.workload) << "\n"
+            << "stack:     " << req.workload.stack.describe() << "\n"
             << "gpu:       " << profile_line(p) << "\n"
             << "batch:     effective " << req.effective_batch << " sequences = "
             << req.effective_batch * req.workload.train.seq_len << " tokens per optimizer step\n"

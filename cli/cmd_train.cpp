@@ -14,6 +14,7 @@ namespace lorasim::cli {
 
 int cmd_train(const Args& args) {
   WorkloadArgs wa;
+  wa.stack.stack = "lorasim";  // what `train` runs
   std::string device = "auto", micro = "1", accum = "1", steps = "10", warmup = "1", format = "table", memory_limit;
   po::options_description desc("Options");
   desc.add_options()
@@ -40,6 +41,7 @@ int cmd_train(const Args& args) {
   }
   const Format fmt = parse_format(format);
   if (fmt == Format::csv) throw InputError("--format: train prints table or json, not csv");
+  require_runner_stack(build_stack(wa.stack), "train");
   const calib::DeviceInfo dev = calib::resolve_device(device);
   const calib::PrecisionChoice precision = calib::resolve_precision(wa.precision, dev);
   calib::RunSpec spec;
@@ -80,6 +82,7 @@ int cmd_train(const Args& args) {
     std::cout << "out of memory at micro-batch " << spec.micro_batch << ": " << r.error << "\n";
   } else {
     std::cout << "workload:        " << spec.workload.arch.name << ", " << workload_line(spec.workload) << "\n"
+              << "stack:           " << spec.workload.stack.describe() << "\n"
               << "split:           micro-batch " << spec.micro_batch << " x accumulation " << spec.accumulation << "\n"
               << "step time:       " << human_seconds(r.step_time_s) << " (median of " << spec.measure_steps << ")\n"
               << "micro-batch:     " << human_seconds(r.micro_batch_time_s);

@@ -86,7 +86,8 @@ void print_help(const po::options_description& desc) {
 void refuse_live_flags(const po::variables_map& vm) {
   static const char* const kLiveOnly[] = {"effective-batch", "device", "splits", "steps", "warmup",
                                           "save-measurements", "model", "model-config", "seq-len",
-                                          "lora-rank", "lora-alpha", "lora-targets", "precision", "grad-ckpt"};
+                                          "lora-rank", "lora-alpha", "lora-targets", "precision", "grad-ckpt",
+                                          "stack", "attn-impl", "lora-dropout", "allocator", "autocast"};
   std::string given;
   int n = 0;
   for (const char* flag : kLiveOnly)
@@ -223,6 +224,7 @@ void print_live_csv(const LiveValidation& v) {
 void print_live_table(const LiveValidation& v, const hw::Profile& profile, const calib::ComparisonSummary& sum) {
   const auto& rows = v.rows;
   std::cout << "model:    " << v.request.workload.arch.name << ", " << workload_line(v.request.workload) << "\n"
+            << "stack:    " << v.request.workload.stack.describe() << "\n"
             << "profile:  " << profile_line(profile) << "\n"
             << "device:   " << v.device.name << "\n\n";
   Table t({"micro", "accum", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err", "fits pred",
@@ -281,6 +283,7 @@ int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt)
 
 int cmd_validate(const Args& args) {
   ValidateArgs a;
+  a.workload.stack.stack = "lorasim";  // live runs are lorasim's runner; a file's rows name their own stack
   const po::options_description desc = validate_options(a);
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
@@ -297,6 +300,7 @@ int cmd_validate(const Args& args) {
                                  parse_real("--safety-margin", a.margin, 0, 0.9), a.plot);
   // Refused here, before LibTorch loads and a model is built.
   if (!a.splits.empty()) parse_splits(a.splits, parse_int("--effective-batch", a.effective_batch, 1));
+  require_runner_stack(build_stack(a.workload.stack), "validate");
 #ifndef LORASIM_WITH_CALIBRATE
   exec_train_binary("validate", args);  // live runs need LibTorch
 #else

@@ -5,6 +5,14 @@
 
 namespace lorasim::cli {
 
+nlohmann::json stack_json(const model::StackSpec& s) {
+  return {{"kind", model::stack_name(s.kind)},
+          {"attn_impl", model::attn_impl_name(s.attn_impl)},
+          {"lora_dropout", s.lora_dropout},
+          {"allocator", model::allocator_name(s.allocator)},
+          {"autocast", s.autocast}};
+}
+
 nlohmann::json workload_json(const model::Workload& w) {
   const model::ParamCounts pc = model::count_params(w.arch, w.lora);
   return {{"model", w.arch.name},
@@ -18,7 +26,8 @@ nlohmann::json workload_json(const model::Workload& w) {
           {"lora_alpha", w.lora.alpha},
           {"lora_targets", w.lora.targets_string()},
           {"base_params", pc.base},
-          {"trainable_params", pc.trainable}};
+          {"trainable_params", pc.trainable},
+          {"stack", stack_json(w.stack)}};
 }
 
 nlohmann::json profile_json(const hw::Profile& p) {

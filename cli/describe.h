@@ -8,6 +8,9 @@
 
 namespace lorasim::cli {
 
+/// {"kind": "hf-peft", "attn_impl": "sdpa", "lora_dropout": 0, "allocator": "default", "autocast": true}
+nlohmann::json stack_json(const model::StackSpec& s);
+/// The workload, its stack as "stack" (stack_json).
 nlohmann::json workload_json(const model::Workload& w);
 nlohmann::json profile_json(const hw::Profile& p);
 /// "seq 512, bf16, LoRA r=16 alpha=32 on q,k,v,o,gate,up,down, no grad ckpt, AdamW"

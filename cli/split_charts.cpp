@@ -30,7 +30,7 @@ double or_nan(double v) { return calib::measured(v) ? v : std::nan(""); }
 SplitChart simulation_chart(const sim::Request& request, const hw::Profile& profile, const sim::Result& result) {
   SplitChart c;
   c.title = title(request.workload, request.effective_batch, profile);
-  c.subtitle = workload_line(request.workload) + "\n" + profile_line(profile);
+  c.subtitle = workload_line(request.workload) + "\n" + request.workload.stack.describe() + " on " + profile_line(profile);
   PlotSeries time{"predicted", {}, {}}, memory{"predicted", {}, {}};
   for (const sim::Split& s : result.splits) {
     c.split_labels.push_back(split_label(s.micro_batch, s.accumulation));
@@ -50,7 +50,8 @@ SplitChart comparison_chart(const model::Workload& workload, int64_t effective_b
                             const std::string& measured_where) {
   SplitChart c;
   c.title = title(workload, effective_batch, profile);
-  c.subtitle = workload_line(workload) + "\npredicted by " + profile_line(profile) + ", " + measured_where;
+  c.subtitle = workload_line(workload) + "\n" + workload.stack.describe() + " predicted by " + profile_line(profile) +
+               ", " + measured_where;
   PlotSeries pred_time{"predicted", {}, {}}, meas_time{"measured", {}, {}};
   PlotSeries pred_mem{"predicted", {}, {}}, meas_mem{"measured", {}, {}};
   for (const calib::ComparedSplit& r : rows) {

@@ -67,7 +67,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     charts.push_back(comparison_chart(req.workload, req.effective_batch, profile, pred, cs, "measured in " + path));
     worst_regret = std::max(worst_regret, s.regret);
     recommended_oom += s.recommended_oom ? 1 : 0;
-    nlohmann::json jg = {{"workload", k}, {"regret", s.regret}, {"recommended_oom", s.recommended_oom},
+    nlohmann::json jg = {{"workload", k}, {"stack", stack_json(req.workload.stack)}, {"regret", s.regret}, {"recommended_oom", s.recommended_oom},
                          {"recommended_was_fastest", s.recommended_was_fastest}, {"splits", nlohmann::json::array()}};
     for (const auto& c : cs)
       jg["splits"].push_back({{"micro_batch", c.micro_batch}, {"accumulation", c.accumulation},

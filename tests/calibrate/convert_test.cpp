@@ -63,11 +63,11 @@ TEST(ConvertTest, OutOfMemoryRunMeasuresNothing) {
 
 TEST(ConvertTest, WorkloadLabelNamesEverythingThatChangesThePrediction) {
   Measurement m = to_measurement(tiny_workload(), finished_run());
-  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8");
+  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8 lorasim");
   m.workload.train.grad_ckpt = true;
   m.workload.lora.rank = 8;
   m.accumulation = 4;
-  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 ckpt r=8 q,k,v,o,gate,up,down fp32 B=16");
+  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 ckpt r=8 q,k,v,o,gate,up,down fp32 B=16 lorasim");
 }
 
 TEST(ConvertTest, ExpectedErrorsAreTwiceTheFitResidualsAboveTheFloors) {

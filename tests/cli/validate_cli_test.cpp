@@ -54,7 +54,7 @@ TEST(ValidateCliTest, ValidateMeasurementsReportsTheWorstCaseAndQuotesCsvLabels)
   EXPECT_EQ(csv[0].substr(csv[0].rfind(',') + 1), "predicted_worst_reserved_bytes");
   for (size_t i = 1; i < csv.size(); ++i) {
     // The label's commas (q,k,v,...) sit inside quotes; outside them, ten fields.
-    EXPECT_EQ(csv[i].rfind("\"qwen3-1.7b L=28 s=512 r=16 q,k,v,o,gate,up,down bf16 B=16\",", 0), 0u) << csv[i];
+    EXPECT_EQ(csv[i].rfind("\"qwen3-1.7b L=28 s=512 r=16 q,k,v,o,gate,up,down bf16 B=16 lorasim\",", 0), 0u) << csv[i];
     const std::string rest = csv[i].substr(csv[i].find("\",") + 2);
     EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 8) << csv[i];
   }

@@ -18,9 +18,10 @@ QWEN3 = {"model_type": "qwen3", "hidden_size": 32, "intermediate_size": 64, "num
 
 
 def lorasim_binary():
-    """A lorasim binary to parse rows with: $LORASIM, else the repo's build/lorasim; None if neither."""
+    """A lorasim binary to parse rows with: $LORASIM, else the repo's build/cli/lorasim; None if neither."""
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    for path in (os.environ.get("LORASIM"), os.path.join(root, "build", "lorasim")):
+    for path in (os.environ.get("LORASIM"), os.path.join(root, "build", "cli", "lorasim"),
+                 os.path.join(root, "build", "lorasim")):
         if path and os.access(path, os.X_OK):
             return path
     return None
@@ -33,8 +34,6 @@ def lorasim_validate(rows_path):
         pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
     proc = subprocess.run([exe, "validate", "--measurements", rows_path, "--gpu", "h200"],
                           capture_output=True, text=True)
-    if "unknown column 'stack'" in proc.stderr or "unknown column 'allocator'" in proc.stderr:
-        pytest.skip("this lorasim predates the hf-peft measurement columns")
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

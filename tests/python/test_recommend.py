@@ -74,3 +74,17 @@ def test_with_the_real_binary():
         pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
     kw = training_arguments(model="qwen3-1.7b", effective_batch=16, seq_len=512, gpu="h200", lorasim=exe)
     assert kw["per_device_train_batch_size"] * kw["gradient_accumulation_steps"] == 16
+
+
+def test_stack_options_reach_the_real_binary():
+    from conftest import lorasim_binary
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
+    kw = training_arguments(model="qwen3-1.7b", effective_batch=16, seq_len=512, gpu="h200", stack="hf-peft",
+                            attn_impl="eager", lora_dropout=0.05, allocator="expandable", autocast=False,
+                            lorasim=exe)
+    assert kw["per_device_train_batch_size"] * kw["gradient_accumulation_steps"] == 16
+    with pytest.raises(LorasimError, match="--lora-dropout: the lorasim stack has no LoRA dropout"):
+        training_arguments(model="qwen3-1.7b", effective_batch=16, seq_len=512, gpu="h200", stack="lorasim",
+                           lora_dropout=0.05, lorasim=exe)
