@@ -17,10 +17,10 @@ struct RunResult;  // calibrate/runner.h
 /// figure not measured.
 Measurement to_measurement(const model::Workload& w, const RunResult& r);
 
-/// The label of the group a row belongs to: its workload and effective batch
-/// and stack ("tiny L=2 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8 lorasim"; options away from the
-/// stack's defaults follow its name: "hf-peft dropout=0.05 expandable-alloc"). Rows of one label are the splits of
-/// one simulation.
+/// The label of the group a row belongs to: its workload, effective batch and stack
+/// ("tiny L=2 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8 lorasim"; options away from the stack's
+/// defaults follow its name: "... B=8 hf-peft dropout=0.05 expandable-alloc"). Rows of one
+/// label are the splits of one simulation.
 std::string workload_label(const Measurement& m);
 
 /// The lowest relative errors a fitted profile claims: a fit's residuals over a few runs

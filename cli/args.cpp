@@ -41,10 +41,10 @@ void add_workload_options(po::options_description& desc, WorkloadArgs& a) {
 void add_stack_options(po::options_description& desc, StackArgs& a) {
   desc.add_options()
       ("stack", po::value(&a.stack)->default_value(a.stack), "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT) or lorasim (lorasim's LibTorch runner)")
-      ("attn-impl", po::value(&a.attn_impl), "hf-peft's attn_implementation: sdpa, eager, flash_attention_2 (default sdpa)")
-      ("lora-dropout", po::value(&a.lora_dropout), "hf-peft's LoraConfig lora_dropout, in [0, 1) (default 0)")
-      ("allocator", po::value(&a.allocator), "CUDA allocator: default, or expandable (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) (default: default for hf-peft, expandable for lorasim)")
-      ("autocast", po::value(&a.autocast), "hf-peft's forward under torch.autocast: true (Trainer with bf16/fp16) or false (a plain loop on a half-precision model) (default true)");
+      ("attn-impl", po::value(&a.attn_impl), "hf-peft's attn_implementation: sdpa (default), eager, flash_attention_2")
+      ("lora-dropout", po::value(&a.lora_dropout), "hf-peft's LoraConfig lora_dropout, in [0, 1); default 0")
+      ("allocator", po::value(&a.allocator), "CUDA allocator: default or expandable (expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF); default: default for hf-peft, expandable for lorasim")
+      ("autocast", po::value(&a.autocast), "hf-peft's forward under torch.autocast: true (default; Trainer with bf16/fp16) or false (a plain loop on a half-precision model)");
 }
 
 model::StackSpec build_stack(const StackArgs& a) {
