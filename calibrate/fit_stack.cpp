@@ -145,17 +145,32 @@ void fit_memory_terms(const std::vector<const Row*>& rows, model::HardwareModel&
     view.memory.saved_scale = m(1);
     if (m(2) > 0) view.memory.logits_scale = m(2);
   }
+  // The slack beyond allocated: overhead, per activation byte, per logits tensor.
   std::vector<Eigen::VectorXd> rx;
   std::vector<double> ry;
   for (const Row* r : used) {
     if (!measured(r->m->peak_reserved_bytes)) continue;
-    rx.push_back((Eigen::VectorXd(3) << r->m->peak_allocated_bytes, 1.0, r->f.logits_buffer_bytes).finished());
-    ry.push_back(r->m->peak_reserved_bytes);
+    const double alloc = r->m->peak_allocated_bytes;
+    rx.push_back((Eigen::VectorXd(3) << 1.0, alloc - r->f.static_bytes, r->f.logits_buffer_bytes).finished());
+    ry.push_back(r->m->peak_reserved_bytes - alloc);
   }
   if (ry.size() >= kMinRows) {
-    const Eigen::VectorXd r = fit_relative(rx, ry);
-    view.memory.reserved_scale = r(0);
-    view.memory.reserved_overhead_bytes = r(1);
+    // Absolute, weighted by the reserved peak: the slack is a small part of it.
+    const Eigen::Index n = static_cast<Eigen::Index>(ry.size());
+    Eigen::MatrixXd A(n, 3);
+    Eigen::VectorXd b(n);
+    size_t k = 0;
+    for (const Row* r : used) {
+      if (!measured(r->m->peak_reserved_bytes)) continue;
+      const double w = 1.0 / r->m->peak_reserved_bytes;
+      A.row(static_cast<Eigen::Index>(k)) = rx[k].transpose() * w;
+      b(static_cast<Eigen::Index>(k)) = ry[k] * w;
+      ++k;
+    }
+    const Eigen::VectorXd r = nnls(A, b);
+    view.memory.reserved_scale = 1.0;
+    view.memory.reserved_overhead_bytes = r(0);
+    view.reserved_activation_share = r(1);
     view.reserved_logits_share = r(2);
   }
 }
@@ -207,8 +222,8 @@ model::StackTerms stack_terms_of(const model::HardwareModel& view, const model::
   t.saved_scale = view.memory.saved_scale;
   t.logits_scale = view.memory.logits_scale;
   t.workspace_bytes = view.memory.workspace_bytes;
-  t.reserved_scale = view.memory.reserved_scale;
   t.reserved_overhead_bytes = view.memory.reserved_overhead_bytes;
+  t.reserved_activation_share = view.reserved_activation_share;
   t.reserved_logits_share = view.reserved_logits_share;
   t.calibrated = true;
   return t;

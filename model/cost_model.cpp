@@ -78,7 +78,9 @@ MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   Features at_peak = f;
   at_peak.allocated_bytes = e.peak_allocated_bytes;
   double reserved = sum_terms(Term::reserved, at_peak, hw);
-  if (hw.reserved_logits_share != 0.0) reserved += hw.reserved_logits_share * f.logits_buffer_bytes;
+  // A stack's allocator slack (model/stack_terms.h); 0 for the device's own terms.
+  reserved += hw.reserved_logits_share * f.logits_buffer_bytes +
+              hw.reserved_activation_share * (e.peak_allocated_bytes - f.static_bytes);
   e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, reserved);
   e.worst_reserved_bytes = e.peak_reserved_bytes + f.logits_buffer_bytes;
   return e;

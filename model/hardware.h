@@ -72,6 +72,7 @@ struct HardwareModel {
   /// stack's device-time multiplier and allocator slack. 1 and 0 for the device's own terms.
   double device_scale = 1.0;
   double reserved_logits_share = 0.0;
+  double reserved_activation_share = 0.0;
   bool stack_applied = false;  ///< for_stack has put a stack's terms in place (a fit's view)
 
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).

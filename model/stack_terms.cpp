@@ -19,8 +19,9 @@ const std::vector<StackTerm>& stack_term_table() {
       {"saved_scale", &StackTerms::saved_scale, false, "x the counted saved activations"},
       {"logits_scale", &StackTerms::logits_scale, false, "x the counted loss buffers"},
       {"workspace_bytes", &StackTerms::workspace_bytes, false, "allocator-visible constant"},
-      {"reserved_scale", &StackTerms::reserved_scale, false, "reserved per allocated byte"},
       {"reserved_overhead_bytes", &StackTerms::reserved_overhead_bytes, false, "reserved beyond allocated, constant"},
+      {"reserved_activation_share", &StackTerms::reserved_activation_share, false,
+       "allocator slack per byte of activations (allocated beyond the static memory)"},
       {"reserved_logits_share", &StackTerms::reserved_logits_share, false,
        "allocator slack in half-precision logits tensors (the loss's large transient blocks)"},
       {"expected_time_error", &StackTerms::expected_time_error, false, "typical relative step-time error"},
@@ -50,8 +51,9 @@ HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
   m.memory.logits_scale = t.logits_scale;
   m.memory.attention_score_scale = 1.0;  // the stack's counts include eager attention's scores
   m.memory.workspace_bytes = t.workspace_bytes;
-  m.memory.reserved_scale = t.reserved_scale;
+  m.memory.reserved_scale = 1.0;
   m.memory.reserved_overhead_bytes = t.reserved_overhead_bytes;
+  m.reserved_activation_share = t.reserved_activation_share;
   m.reserved_logits_share = t.reserved_logits_share;
   m.expected_time_error = std::max(hw.expected_time_error, t.expected_time_error);
   m.expected_memory_error = std::max(hw.expected_memory_error, t.expected_memory_error);

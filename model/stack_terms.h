@@ -32,9 +32,13 @@ struct StackTerms {
   double saved_scale = 1.0;
   double logits_scale = 1.0;
   double workspace_bytes = 0.0;
-  double reserved_scale = 1.0;            ///< reserved = scale * allocated + overhead + share * logits
+  // The caching allocator's slack: reserved = allocated + overhead + activation share x (allocated
+  // - static) + logits share x one half-precision logits tensor. Blocks freed between the
+  // forward's and the backward's allocations leave gaps in proportion to the activations, and
+  // the loss's vocabulary-sized transients leave their own.
   double reserved_overhead_bytes = 0.0;
-  double reserved_logits_share = 0.0;     ///< slack in units of one half-precision logits tensor
+  double reserved_activation_share = 0.0;
+  double reserved_logits_share = 0.0;
   double expected_time_error = 0.3;       ///< typical relative step-time error of these terms
   double expected_memory_error = 0.1;
   bool calibrated = false;                ///< fitted from this stack's runs on this GPU
