@@ -24,6 +24,19 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   return m;
 }
 
+std::string run_label(const std::string& model, int64_t depth, int64_t seq_len, int64_t micro_batch,
+                      int64_t accumulation, bool grad_ckpt, int64_t lora_rank) {
+  return (model.empty() ? "" : model + " ") + "L=" + std::to_string(depth) + " s=" + std::to_string(seq_len) +
+         " b=" + std::to_string(micro_batch) + " a=" + std::to_string(accumulation) + (grad_ckpt ? " ckpt" : "") +
+         (lora_rank ? " r=" + std::to_string(lora_rank) : "");
+}
+
+std::string run_label(const Measurement& m) {
+  const auto& w = m.workload;
+  return run_label(w.arch.name, w.arch.num_layers, w.train.seq_len, m.micro_batch, m.accumulation, w.train.grad_ckpt,
+                   w.lora.rank != model::LoraConfig{}.rank ? w.lora.rank : 0);
+}
+
 std::string workload_label(const Measurement& m) {
   const auto& w = m.workload;
   return w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +

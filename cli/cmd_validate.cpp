@@ -41,7 +41,7 @@ struct ValidateArgs {
   std::string splits;            ///< "1x16,4x4"; empty: every split
   std::string steps = "3", warmup = "1";
   std::string format = "table";
-  std::string memory_limit;      ///< empty: the device's memory
+  std::string memory_limit;      ///< read only when given (an empty one is refused)
   std::string margin = "0.05";
   std::string measurements;      ///< a measurement file instead of live runs
   std::string save, plot;        ///< output paths, empty for none
@@ -133,13 +133,14 @@ struct LiveValidation {
   std::vector<calib::ComparedSplit> rows;  ///< one per run, same order
 };
 
-sim::Request live_request(const ValidateArgs& a, const hw::Profile& profile, const calib::DeviceInfo& dev) {
+sim::Request live_request(const ValidateArgs& a, const hw::Profile& profile, const calib::DeviceInfo& dev,
+                          int64_t memory_limit_bytes) {
   sim::Request req;
   req.hardware = profile.hw;
   req.workload = build_workload(a.workload, dev.bf16_supported);
   req.workload.train.precision = calib::resolve_precision(a.workload.precision, dev).precision;
   req.effective_batch = parse_int("--effective-batch", a.effective_batch, 1);
-  if (!a.memory_limit.empty()) req.memory_limit_bytes = parse_bytes("--memory-limit", a.memory_limit);
+  req.memory_limit_bytes = memory_limit_bytes;
   req.safety_margin = parse_real("--safety-margin", a.margin, 0, 0.9);
   return req;
 }
@@ -253,14 +254,14 @@ void print_live_table(const LiveValidation& v, const hw::Profile& profile, const
     std::cout << "\n";
 }
 
-int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt) {
+int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt, int64_t memory_limit_bytes) {
   if (!a.save.empty()) check_measurements_writable("--save-measurements", a.save);
   LiveValidation v;
   v.device = calib::resolve_device(a.device);
   if (!hw::same_device_model(profile, identity_of(v.device)))
     std::cerr << "warning: profile '" << profile.hw.name << "' (" << profile.hw.display_name
               << ") describes another device than this " << v.device.name << "; predictions will not match\n";
-  v.request = live_request(a, profile, v.device);
+  v.request = live_request(a, profile, v.device, memory_limit_bytes);
   v.predicted = sim::simulate(v.request);
   v.runs = run_splits(a, v);
   for (const auto& m : v.runs) v.rows.push_back(calib::compare_split(v.predicted, m));
@@ -291,16 +292,17 @@ int cmd_validate(const Args& args) {
   if (vm.count("plot")) check_writable("--plot", a.plot);
   if (!a.measurements.empty()) refuse_live_flags(vm);
   const hw::Profile profile = select_profile(a.hardware);
+  // vm.count, not empty(): an empty --memory-limit is an error, not "the device's memory".
+  const int64_t memory_limit_bytes = vm.count("memory-limit") ? parse_bytes("--memory-limit", a.memory_limit) : 0;
   if (!a.measurements.empty())
-    return validate_measurements(a.measurements, profile, fmt,
-                                 a.memory_limit.empty() ? 0 : parse_bytes("--memory-limit", a.memory_limit),
+    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes,
                                  parse_real("--safety-margin", a.margin, 0, 0.9), a.plot);
   // Refused here, before LibTorch loads and a model is built.
   if (!a.splits.empty()) parse_splits(a.splits, parse_int("--effective-batch", a.effective_batch, 1));
 #ifndef LORASIM_WITH_CALIBRATE
   exec_train_binary("validate", args);  // live runs need LibTorch
 #else
-  return validate_live(a, profile, fmt);
+  return validate_live(a, profile, fmt, memory_limit_bytes);
 #endif
 }
 
