@@ -34,7 +34,7 @@ std::string run_label(const std::string& model, int64_t depth, int64_t seq_len, 
 std::string run_label(const Measurement& m) {
   const auto& w = m.workload;
   return run_label(w.arch.name, w.arch.num_layers, w.train.seq_len, m.micro_batch, m.accumulation, w.train.grad_ckpt,
-                   w.lora.rank != model::LoraConfig{}.rank ? w.lora.rank : 0);
+                   w.lora.rank != model::LoraSpec{}.rank ? w.lora.rank : 0);
 }
 
 std::string workload_label(const Measurement& m) {

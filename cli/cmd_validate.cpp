@@ -122,8 +122,6 @@ std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, i
 
 #ifdef LORASIM_WITH_CALIBRATE  // the live mode, which only lorasim-train has
 
-nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
 /// What a live validation compares: the prediction and the runs measured for it.
 struct LiveValidation {
   calib::DeviceInfo device;
@@ -178,18 +176,12 @@ void print_live_json(const LiveValidation& v, const hw::Profile& profile, const 
   j["workload"] = workload_json(v.request.workload);
   j["effective_batch"] = v.request.effective_batch;
   j["splits"] = nlohmann::json::array();
-  for (const auto& c : rows)
-    j["splits"].push_back({{"micro_batch", c.micro_batch}, {"accumulation", c.accumulation},
-                           {"predicted_step_time_s", c.predicted_step_time_s},
-                           {"measured_step_time_s", num_or_null(c.measured_step_time_s)},
-                           {"step_time_error", num_or_null(c.step_time_error())},
-                           {"predicted_peak_allocated_bytes", c.predicted_allocated_bytes},
-                           {"measured_peak_allocated_bytes", num_or_null(c.measured_allocated_bytes)},
-                           {"predicted_peak_reserved_bytes", c.predicted_reserved_bytes},
-                           {"measured_peak_reserved_bytes", num_or_null(c.measured_reserved_bytes)},
-                           {"reserved_error", num_or_null(c.reserved_error())},
-                           {"predicted_worst_reserved_bytes", c.predicted_worst_reserved_bytes},
-                           {"predicted_fits", c.predicted_fits}, {"measured_oom", c.measured_oom}});
+  for (const auto& c : rows) {
+    nlohmann::json s = compared_split_json(c);
+    s["predicted_peak_allocated_bytes"] = c.predicted_allocated_bytes;
+    s["measured_peak_allocated_bytes"] = measured_json(c.measured_allocated_bytes);
+    j["splits"].push_back(s);
+  }
   j["summary"] = {{"points", sum.points},
                   {"time_mean_abs_err", sum.time_mean_abs_err},
                   {"time_max_abs_err", sum.time_max_abs_err},
