@@ -29,7 +29,7 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) { g_interrupted = true; }
 
-// SIGINT/SIGTERM set a flag the calibration polls between runs, so it can stop cleanly
+// SIGINT/SIGTERM set a flag the calibration polls between micro-batches, so it can stop cleanly
 // and write nothing; the default handlers come back however the calibration ends.
 struct InterruptGuard {
   InterruptGuard() {
