@@ -17,9 +17,7 @@
 namespace lorasim::calib {
 
 std::string PlannedRun::label() const {
-  return (model.empty() ? "" : model + " ") + "L=" + std::to_string(depth) + " s=" + std::to_string(seq_len) + " b=" + std::to_string(micro_batch) +
-         " a=" + std::to_string(accumulation) + (grad_ckpt ? " ckpt" : "") +
-         (lora_rank ? " r=" + std::to_string(lora_rank) : "");
+  return run_label(model, depth, seq_len, micro_batch, accumulation, grad_ckpt, lora_rank);
 }
 
 namespace {

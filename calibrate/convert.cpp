@@ -26,6 +26,19 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   return m;
 }
 
+std::string run_label(const std::string& model, int64_t depth, int64_t seq_len, int64_t micro_batch,
+                      int64_t accumulation, bool grad_ckpt, int64_t lora_rank) {
+  return (model.empty() ? "" : model + " ") + "L=" + std::to_string(depth) + " s=" + std::to_string(seq_len) +
+         " b=" + std::to_string(micro_batch) + " a=" + std::to_string(accumulation) + (grad_ckpt ? " ckpt" : "") +
+         (lora_rank ? " r=" + std::to_string(lora_rank) : "");
+}
+
+std::string run_label(const Measurement& m) {
+  const auto& w = m.workload;
+  return run_label(w.arch.name, w.arch.num_layers, w.train.seq_len, m.micro_batch, m.accumulation, w.train.grad_ckpt,
+                   w.lora.rank != model::LoraSpec{}.rank ? w.lora.rank : 0);
+}
+
 namespace {
 
 // The stack's name and the options it sets away from that stack's defaults: short enough for a

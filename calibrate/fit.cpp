@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "calibrate/convert.h"
 #include "calibrate/fit_internal.h"
 #include "calibrate/nnls.h"
 #include "model/cost_model.h"
@@ -86,13 +87,6 @@ namespace {
 // Relative change below which a coefficient counts as unmoved.
 constexpr double kMovedTolerance = 1e-9;
 
-std::string label_of(const Measurement& m) {
-  return m.workload.arch.name + " L=" + std::to_string(m.workload.arch.num_layers) +
-         " s=" + std::to_string(m.workload.train.seq_len) + " b=" + std::to_string(m.micro_batch) +
-         " a=" + std::to_string(m.accumulation) + (m.workload.train.grad_ckpt ? " ckpt" : "") +
-         (m.workload.lora.rank != 16 ? " r=" + std::to_string(m.workload.lora.rank) : "");
-}
-
 // Rows whose regressors are all equal (one workload at one micro-batch, however often or at
 // whatever accumulation) pin the prediction of that configuration and nothing else: every
 // coefficient could trade against every other, and a fit would report 0% error and then
@@ -117,7 +111,7 @@ std::vector<Residual> residuals(const std::vector<Measurement>& rows, const mode
     if (m.oom) continue;
     const model::CostModel cm(m.workload, hw);
     Residual r;
-    r.label = label_of(m);
+    r.label = run_label(m);
     r.predicted_step_time_s = cm.step_time_s(m.micro_batch, m.accumulation);
     r.measured_step_time_s = m.step_time_s;
     const model::MemoryEstimate e = cm.memory(m.micro_batch);

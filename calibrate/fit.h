@@ -10,7 +10,7 @@
 namespace lorasim::calib {
 
 struct Residual {
-  std::string label;                       ///< "L=2 s=256 b=4 a=1"
+  std::string label;                       ///< run_label: "qwen3-1.7b L=2 s=256 b=4 a=1"
   double predicted_step_time_s = 0, measured_step_time_s = kNotMeasured;
   double predicted_reserved_bytes = 0, measured_reserved_bytes = kNotMeasured;
   double predicted_allocated_bytes = 0, measured_allocated_bytes = kNotMeasured;

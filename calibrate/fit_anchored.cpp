@@ -295,7 +295,7 @@ void fit_memory_scales(const std::vector<Row>& rows, model::HardwareModel& hw, s
   std::vector<const Row*> used;
   std::vector<double> alloc;
   for (const Row& r : rows) {
-    const double a = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
+    const double a = r.allocated_target();
     if (!measured(a)) continue;
     used.push_back(&r);
     alloc.push_back(a);

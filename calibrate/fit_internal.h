@@ -64,6 +64,11 @@ struct Row {
   double accumulating_share() const {
     return static_cast<double>(m->accumulation - 1) / static_cast<double>(m->accumulation);
   }
+  /// The allocated peak the memory fits target: the measured one, else the reserved peak where
+  /// only that was measured (a file from another framework); kNotMeasured without either.
+  double allocated_target() const {
+    return measured(m->peak_allocated_bytes) ? m->peak_allocated_bytes : m->peak_reserved_bytes;
+  }
 };
 
 /// A design matrix's columns: the coefficients of `terms` that the linear fit moves, in

@@ -33,7 +33,7 @@ void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw) {
   std::vector<Eigen::VectorXd> rx;
   std::vector<double> ry;
   for (const Row& r : rows) {
-    const double a = measured(r.m->peak_allocated_bytes) ? r.m->peak_allocated_bytes : r.m->peak_reserved_bytes;
+    const double a = r.allocated_target();
     if (!measured(a)) continue;
     used.push_back(&r);
     alloc.push_back(a);

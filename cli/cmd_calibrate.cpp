@@ -29,7 +29,7 @@ namespace {
 std::atomic<bool> g_interrupted{false};
 extern "C" void on_signal(int) { g_interrupted = true; }
 
-// SIGINT/SIGTERM set a flag the calibration polls between runs, so it can stop cleanly
+// SIGINT/SIGTERM set a flag the calibration polls between micro-batches, so it can stop cleanly
 // and write nothing; the default handlers come back however the calibration ends.
 struct InterruptGuard {
   InterruptGuard() {
@@ -140,7 +140,7 @@ int cmd_calibrate(const Args& args) {
   with_flag("--narrow-model", [&] { calib::narrow_model_name(opt, dev.is_cuda); });
   opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
-  if (!memory_limit.empty()) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
+  if (vm.count("memory-limit")) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
 
   hw::Profile profile = hw::base_profile_for(identity_of(dev));
   std::cerr << "calibrating " << dev.name << " (" << dev.spec << ") with " << opt.reference.arch.name

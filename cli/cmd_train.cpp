@@ -53,7 +53,7 @@ int cmd_train(const Args& args) {
   spec.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   spec.split_host_device = true;  // reported below where the model is shallow enough
   spec.warmup_steps = static_cast<int>(parse_int("--warmup", warmup, 0));
-  if (!memory_limit.empty()) spec.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
+  if (vm.count("memory-limit")) spec.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
 
   std::cerr << "building " << spec.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
   calib::Trainer trainer(spec.workload, dev.spec);

@@ -41,7 +41,7 @@ struct ValidateArgs {
   std::string splits;            ///< "1x16,4x4"; empty: every split
   std::string steps = "3", warmup = "1";
   std::string format = "table";
-  std::string memory_limit;      ///< empty: the device's memory
+  std::string memory_limit;      ///< read only when given (an empty one is refused)
   std::string margin = "0.05";
   std::string measurements;      ///< a measurement file instead of live runs
   std::string save, plot;        ///< output paths, empty for none
@@ -123,8 +123,6 @@ std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, i
 
 #ifdef LORASIM_WITH_CALIBRATE  // the live mode, which only lorasim-train has
 
-nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
 /// What a live validation compares: the prediction and the runs measured for it.
 struct LiveValidation {
   calib::DeviceInfo device;
@@ -134,13 +132,14 @@ struct LiveValidation {
   std::vector<calib::ComparedSplit> rows;  ///< one per run, same order
 };
 
-sim::Request live_request(const ValidateArgs& a, const hw::Profile& profile, const calib::DeviceInfo& dev) {
+sim::Request live_request(const ValidateArgs& a, const hw::Profile& profile, const calib::DeviceInfo& dev,
+                          int64_t memory_limit_bytes) {
   sim::Request req;
   req.hardware = profile.hw;
   req.workload = build_workload(a.workload, dev.bf16_supported);
   req.workload.train.precision = calib::resolve_precision(a.workload.precision, dev).precision;
   req.effective_batch = parse_int("--effective-batch", a.effective_batch, 1);
-  if (!a.memory_limit.empty()) req.memory_limit_bytes = parse_bytes("--memory-limit", a.memory_limit);
+  req.memory_limit_bytes = memory_limit_bytes;
   req.safety_margin = parse_real("--safety-margin", a.margin, 0, 0.9);
   return req;
 }
@@ -178,18 +177,12 @@ void print_live_json(const LiveValidation& v, const hw::Profile& profile, const 
   j["workload"] = workload_json(v.request.workload);
   j["effective_batch"] = v.request.effective_batch;
   j["splits"] = nlohmann::json::array();
-  for (const auto& c : rows)
-    j["splits"].push_back({{"micro_batch", c.micro_batch}, {"accumulation", c.accumulation},
-                           {"predicted_step_time_s", c.predicted_step_time_s},
-                           {"measured_step_time_s", num_or_null(c.measured_step_time_s)},
-                           {"step_time_error", num_or_null(c.step_time_error())},
-                           {"predicted_peak_allocated_bytes", c.predicted_allocated_bytes},
-                           {"measured_peak_allocated_bytes", num_or_null(c.measured_allocated_bytes)},
-                           {"predicted_peak_reserved_bytes", c.predicted_reserved_bytes},
-                           {"measured_peak_reserved_bytes", num_or_null(c.measured_reserved_bytes)},
-                           {"reserved_error", num_or_null(c.reserved_error())},
-                           {"predicted_worst_reserved_bytes", c.predicted_worst_reserved_bytes},
-                           {"predicted_fits", c.predicted_fits}, {"measured_oom", c.measured_oom}});
+  for (const auto& c : rows) {
+    nlohmann::json s = compared_split_json(c);
+    s["predicted_peak_allocated_bytes"] = c.predicted_allocated_bytes;
+    s["measured_peak_allocated_bytes"] = measured_json(c.measured_allocated_bytes);
+    j["splits"].push_back(s);
+  }
   j["summary"] = {{"points", sum.points},
                   {"time_mean_abs_err", sum.time_mean_abs_err},
                   {"time_max_abs_err", sum.time_max_abs_err},
@@ -255,14 +248,14 @@ void print_live_table(const LiveValidation& v, const hw::Profile& profile, const
     std::cout << "\n";
 }
 
-int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt) {
+int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt, int64_t memory_limit_bytes) {
   if (!a.save.empty()) check_measurements_writable("--save-measurements", a.save);
   LiveValidation v;
   v.device = calib::resolve_device(a.device);
   if (!hw::same_device_model(profile, identity_of(v.device)))
     std::cerr << "warning: profile '" << profile.hw.name << "' (" << profile.hw.display_name
               << ") describes another device than this " << v.device.name << "; predictions will not match\n";
-  v.request = live_request(a, profile, v.device);
+  v.request = live_request(a, profile, v.device, memory_limit_bytes);
   v.predicted = sim::simulate(v.request);
   v.runs = run_splits(a, v);
   for (const auto& m : v.runs) v.rows.push_back(calib::compare_split(v.predicted, m));
@@ -294,9 +287,10 @@ int cmd_validate(const Args& args) {
   if (vm.count("plot")) check_writable("--plot", a.plot);
   if (!a.measurements.empty()) refuse_live_flags(vm);
   const hw::Profile profile = select_profile(a.hardware);
+  // vm.count, not empty(): an empty --memory-limit is an error, not "the device's memory".
+  const int64_t memory_limit_bytes = vm.count("memory-limit") ? parse_bytes("--memory-limit", a.memory_limit) : 0;
   if (!a.measurements.empty())
-    return validate_measurements(a.measurements, profile, fmt,
-                                 a.memory_limit.empty() ? 0 : parse_bytes("--memory-limit", a.memory_limit),
+    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes,
                                  parse_real("--safety-margin", a.margin, 0, 0.9), a.plot);
   // Refused here, before LibTorch loads and a model is built.
   if (!a.splits.empty()) parse_splits(a.splits, parse_int("--effective-batch", a.effective_batch, 1));
@@ -304,7 +298,7 @@ int cmd_validate(const Args& args) {
 #ifndef LORASIM_WITH_CALIBRATE
   exec_train_binary("validate", args);  // live runs need LibTorch
 #else
-  return validate_live(a, profile, fmt);
+  return validate_live(a, profile, fmt, memory_limit_bytes);
 #endif
 }
 

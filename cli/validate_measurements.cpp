@@ -15,8 +15,6 @@
 namespace lorasim::cli {
 namespace {
 
-nlohmann::json num_or_null(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-
 // A CSV field in double quotes, inner quotes doubled (RFC 4180).
 std::string quoted(const std::string& s) {
   std::string q = "\"";
@@ -25,6 +23,22 @@ std::string quoted(const std::string& s) {
 }
 
 }  // namespace
+
+nlohmann::json measured_json(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json compared_split_json(const calib::ComparedSplit& c) {
+  return {{"micro_batch", c.micro_batch},
+          {"accumulation", c.accumulation},
+          {"predicted_step_time_s", c.predicted_step_time_s},
+          {"measured_step_time_s", measured_json(c.measured_step_time_s)},
+          {"step_time_error", measured_json(c.step_time_error())},
+          {"predicted_peak_reserved_bytes", c.predicted_reserved_bytes},
+          {"measured_peak_reserved_bytes", measured_json(c.measured_reserved_bytes)},
+          {"reserved_error", measured_json(c.reserved_error())},
+          {"predicted_worst_reserved_bytes", c.predicted_worst_reserved_bytes},
+          {"predicted_fits", c.predicted_fits},
+          {"measured_oom", c.measured_oom}};
+}
 
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
                           int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path) {
@@ -69,16 +83,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     recommended_oom += s.recommended_oom ? 1 : 0;
     nlohmann::json jg = {{"workload", k}, {"stack", stack_json(req.workload.stack)}, {"regret", s.regret}, {"recommended_oom", s.recommended_oom},
                          {"recommended_was_fastest", s.recommended_was_fastest}, {"splits", nlohmann::json::array()}};
-    for (const auto& c : cs)
-      jg["splits"].push_back({{"micro_batch", c.micro_batch}, {"accumulation", c.accumulation},
-                              {"predicted_step_time_s", c.predicted_step_time_s},
-                              {"measured_step_time_s", num_or_null(c.measured_step_time_s)},
-                              {"step_time_error", num_or_null(c.step_time_error())},
-                              {"predicted_peak_reserved_bytes", c.predicted_reserved_bytes},
-                              {"measured_peak_reserved_bytes", num_or_null(c.measured_reserved_bytes)},
-                              {"reserved_error", num_or_null(c.reserved_error())},
-                              {"predicted_worst_reserved_bytes", c.predicted_worst_reserved_bytes},
-                              {"predicted_fits", c.predicted_fits}, {"measured_oom", c.measured_oom}});
+    for (const auto& c : cs) jg["splits"].push_back(compared_split_json(c));
     jgroups.push_back(jg);
   }
   const calib::ComparisonSummary total = calib::summarize(all);

@@ -1,7 +1,9 @@
 // `lorasim validate --measurements FILE`: predicted vs measured for runs timed elsewhere.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "calibrate/compare.h"
 #include "cli/args.h"
 #include "hwprofiles/profile.h"
 
@@ -10,6 +12,12 @@ namespace lorasim::cli {
 /// Compares every row of the file with the profile's prediction; rows of one workload and
 /// effective batch form a group whose recommendation is checked against the fastest run.
 /// A non-empty `plot_path` gets an SVG chart per group (simulator/plot_svg.h).
+/// A measured figure, or null where it was not measured.
+nlohmann::json measured_json(double v);
+
+/// The keys of one compared split that both validate modes print.
+nlohmann::json compared_split_json(const calib::ComparedSplit& c);
+
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
                           int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path);
 

@@ -63,9 +63,11 @@ void validate_profile(const Profile& profile);
 /// parse_profile(to_toml(p), name) == p whenever p.source_text_name == name.
 std::string to_toml(const Profile& profile);
 
-/// Validates `profile` and writes it to `path` atomically: a temporary file in the same
-/// directory is written, flushed to disk and renamed over `path`, so readers see the old file
-/// or the new one, never a torn one. On failure the temporary is removed and ConfigError thrown.
+/// Validates `profile` and writes it to `path` by model::write_file_atomically's rules
+/// (model/atomic_file.h): a regular file is replaced whole through an exclusive temporary,
+/// flushed and renamed, so readers see the old file or the new one; a character device or FIFO
+/// is written in place; a symlink to a file, a directory or another special file is refused.
+/// Throws ConfigError, leaving no temporary behind.
 void write_profile_file(const Profile& profile, const std::string& path);
 
 }  // namespace lorasim::hw

@@ -258,7 +258,7 @@ Profile load_profile_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read profile '" + path + "': " + std::strerror(errno) +
-                      " (pass a profile file, or a built-in name; see `lorasim profiles`)");
+                      " (give a profile TOML file, or --gpu NAME for an embedded profile; see `lorasim profiles`)");
   }
   std::ostringstream text;
   text << in.rdbuf();  // fails on an empty file as on a directory, which opens but does not read

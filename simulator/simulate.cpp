@@ -139,8 +139,8 @@ Result simulate(const Request& r) {
   // say so where the recommendation rests on it.
   if (out.recommended && out.splits[*out.recommended].host_bound && r.hardware.overlap == model::Overlap::max)
     out.notes.push_back("the recommended split is host-bound (the CPU's operator dispatch sets its pace): "
-                        "such times follow the CPU's speed, which drifted by up to 60% between runs minutes "
-                        "apart on one H200 cloud machine, while device-bound times held within 5%");
+                        "such times follow the CPU's speed, which drifts between runs far more than "
+                        "device-bound times do (docs/cost-model.md lists the limits)");
   if (!out.recommended)
     out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
                         " usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "

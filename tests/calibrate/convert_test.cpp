@@ -70,6 +70,17 @@ TEST(ConvertTest, WorkloadLabelNamesEverythingThatChangesThePrediction) {
   EXPECT_EQ(workload_label(m), "tiny L=1 s=64 ckpt r=8 q,k,v,o,gate,up,down fp32 B=16 lorasim");
 }
 
+TEST(ConvertTest, RunLabelNamesTheSplitAndOnlyANonDefaultRank) {
+  Measurement m = to_measurement(tiny_workload(), finished_run());
+  EXPECT_EQ(run_label(m), "tiny L=1 s=64 b=4 a=2");
+  m.workload.train.grad_ckpt = true;
+  m.workload.lora.rank = 8;
+  EXPECT_EQ(run_label(m), "tiny L=1 s=64 b=4 a=2 ckpt r=8");
+  // The calibration plan's form: the reference model unnamed, the rank only where overridden.
+  EXPECT_EQ(run_label("", 3, 256, 16, 1, false, 0), "L=3 s=256 b=16 a=1");
+  EXPECT_EQ(run_label("qwen3-8b", 1, 1024, 2, 1, true, 16), "qwen3-8b L=1 s=1024 b=2 a=1 ckpt r=16");
+}
+
 TEST(ConvertTest, ExpectedErrorsAreTwiceTheFitResidualsAboveTheFloors) {
   FitReport fit;
   fit.time_rms_rel = 0.125;

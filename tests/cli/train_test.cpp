@@ -49,5 +49,24 @@ TEST(TrainCliTest, CalibrateDepthBeyondTheModelIsRefusedNamingItsLayers) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(TrainCliTest, AnEmptyMemoryLimitIsRefusedBeforeAnyRun) {
+  // `--memory-limit ''` ran without a limit, as if the flag were absent (simulate refused it).
+  REQUIRE_TRAIN_BINARY();
+  TempDir dir;
+  const std::string out = (dir / "p.toml").string();
+  const std::vector<std::vector<std::string>> commands = {
+      {"train", "--device", "cpu", "--model", "tiny", "--seq-len", "8", "--steps", "1", "--memory-limit", ""},
+      {"calibrate", "--device", "cpu", "--model", "tiny", "--budget", "1", "--out", out, "--memory-limit", ""}};
+  for (const auto& args : commands) {
+    const RunResult r = run_lorasim(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(args, r);
+    EXPECT_NE(r.err.find("--memory-limit"), std::string::npos) << describe(args, r);
+    EXPECT_NE(r.err.find("''"), std::string::npos) << describe(args, r);
+    EXPECT_EQ(r.err.find("building"), std::string::npos) << "it trained first: " << describe(args, r);
+    EXPECT_EQ(r.err.find("calibrating"), std::string::npos) << "it calibrated first: " << describe(args, r);
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
 }  // namespace
 }  // namespace lorasim::testing

@@ -60,4 +60,18 @@ TEST(ValidateCliTest, ValidateMeasurementsReportsTheWorstCaseAndQuotesCsvLabels)
   }
 }
 
+TEST(ValidateCliTest, AnEmptyMemoryLimitIsRefusedLiveAndFromAFile) {
+  // `--memory-limit ''` compared against the device's whole memory, as if the flag were absent.
+  TempDir dir;
+  const fs::path runs = dir / "runs.csv";
+  write_file(runs,
+             "model,seq_len,micro_batch,accumulation,oom,step_time_s,peak_reserved_bytes\n"
+             "qwen3-1.7b,512,1,16,false,2.15,6360662016\n");
+  expect_error({"validate", "--measurements", runs.string(), "--gpu", "h200", "--memory-limit", ""}, kUsage,
+               {"--memory-limit", "''"});
+  expect_error({"validate", "--device", "cpu", "--model", "tiny", "--seq-len", "8", "--effective-batch", "1",
+                "--steps", "1", "--warmup", "0", "--memory-limit", ""},
+               kUsage, {"--memory-limit", "''"});
+}
+
 }  // namespace

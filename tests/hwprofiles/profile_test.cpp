@@ -254,8 +254,22 @@ TEST(ProfileTest, LoadProfileFileUsesThePathInMessages) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), path + ": [time].gemm_tflops is missing");
   }
-  EXPECT_THROW(load_profile_file((dir.path / "absent.toml").string()), ConfigError);
   EXPECT_THROW(load_profile_file(dir.path.string()), ConfigError);  // a directory
+}
+
+TEST(ProfileTest, AnAbsentFilePointsAtGpuForEmbeddedProfiles) {
+  // Offered "a built-in name", which a profile path never accepts.
+  TempDir dir;
+  const std::string path = (dir.path / "absent.toml").string();
+  try {
+    load_profile_file(path);
+    FAIL() << "read an absent file";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("cannot read profile '" + path + "'", 0), 0u) << what;
+    EXPECT_NE(what.find("--gpu NAME"), std::string::npos) << what;
+    EXPECT_EQ(what.find("built-in name"), std::string::npos) << what;
+  }
 }
 
 TEST(ProfileTest, AnEmptyFileIsSaidToBeEmpty) {
