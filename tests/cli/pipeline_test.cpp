@@ -130,9 +130,9 @@ TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
                           "--effective-batch", "8", "--seq-len", "64", "--format", "json"});
   ASSERT_TRUE(j["splits"].is_array()) << j.dump().substr(0, 2000);
   ASSERT_EQ(j["splits"].size(), 4u);
-  // The predictions are the simulator's for the same workload, figure for figure.
+  // The predictions are the simulator's for the same workload (the runner's stack), figure for figure.
   const json sim = ok_json({"simulate", "--profile", profile().string(), "--model", "tiny", "--effective-batch", "8",
-                            "--seq-len", "64", "--precision", "fp32", "--format", "json"});
+                            "--seq-len", "64", "--precision", "fp32", "--stack", "lorasim", "--format", "json"});
   ASSERT_EQ(sim["splits"].size(), 4u) << sim.dump().substr(0, 2000);
   int measured = 0;
   for (size_t i = 0; i < j["splits"].size(); ++i) {
