@@ -48,6 +48,17 @@ void fit_host_and_device(const std::vector<const Row*>& rows, model::HardwareMod
     dev.push_back(device_time(*r, view));
     ops.push_back(mean_ops(*r));
   }
+  if (rows.size() < kMinRows) return;
+  if (view.overlap == model::Overlap::sum) {
+    // A synchronous device (the CPU): host and device time add, H + k D, one linear problem.
+    std::vector<Eigen::VectorXd> x;
+    for (size_t i = 0; i < rows.size(); ++i) x.push_back((Eigen::VectorXd(3) << 1.0, ops[i], dev[i]).finished());
+    const Eigen::VectorXd th = fit_relative(x, y);
+    view.time.host_fixed_s = th(0);
+    view.time.host_per_op_s = th(1);
+    view.device_scale = th(2) > 0 ? th(2) : view.device_scale;
+    return;
+  }
   // Start: a row is device-bound when its device time alone is most of what was measured.
   std::vector<bool> host(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) host[i] = dev[i] < kHostBoundForHostLine * y[i];
@@ -87,8 +98,10 @@ void fit_recompute_share(const std::vector<const Row*>& rows, model::HardwareMod
   const double h0 = view.time.host_fixed_s, h1 = view.time.host_per_op_s;
   for (const Row* r : rows) {
     if (r->f.recompute_ops <= 0 || h1 <= 0) continue;
-    const double y = micro_batch_time(*r->m);
-    if (view.device_scale * device_time(*r, view) > kHostBoundForRecomputeShare * y) continue;
+    double y = micro_batch_time(*r->m);
+    const double device = view.device_scale * device_time(*r, view);
+    if (view.overlap == model::Overlap::sum) y -= device;  // host and device add: the rest is host
+    else if (device > kHostBoundForRecomputeShare * y) continue;
     const double ordinary = mean_ops(*r) - r->f.recompute_ops;
     shares.push_back((y - h0 - h1 * ordinary) / (h1 * r->f.recompute_ops));
   }

@@ -86,6 +86,11 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
   p.add(ref, deep, 512, 1).planned.workload.lora.targets = {model::Target::q, model::Target::v};
   for (int64_t b : {1, 8}) p.add(ref, deep, 512, b).planned.workload.stack.lora_dropout = flipped_dropout(user.lora_dropout);
   for (int64_t b : {1, 8}) p.add(ref, deep, 512, b).planned.workload.stack.autocast = !user.autocast;
+  // Deeper runs: at full depth the caching allocator's slack follows the activations, which
+  // a few layers (whose peak the loss's buffers dominate) cannot show.
+  const int64_t deeper = std::min<int64_t>(12, ref.num_layers);
+  p.add(ref, deeper, 1024, 8);
+  p.add(ref, deeper, 2048, 4).planned.workload.train.grad_ckpt = true;
   // A narrower model: memory-bound and per-kernel costs weigh more at smaller widths.
   const std::string narrow = opt.narrow_model == "auto" ? "qwen2.5-0.5b" : opt.narrow_model;
   if (narrow != "none" && narrow != ref.name) {

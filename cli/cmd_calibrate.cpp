@@ -73,6 +73,7 @@ std::string today() {
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
+  if (calibrates_hf_stack(args)) return cmd_calibrate_hf(args);
   std::string save;
   std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "90", memory_limit;
   std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1", wide_model = "auto",

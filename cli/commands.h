@@ -14,6 +14,10 @@ int cmd_profiles(const Args& args);
 int cmd_models(const Args& args);
 int cmd_fit(const Args& args);
 int cmd_validate(const Args& args);  ///< --measurements works without LibTorch
+/// `calibrate --stack hf-peft`: the Python probe, no LibTorch (cli/cmd_calibrate_hf.cpp).
+int cmd_calibrate_hf(const Args& args);
+/// Whether a calibrate command line asks for the hf-peft stack (--stack hf-peft).
+bool calibrates_hf_stack(const Args& args);
 #ifdef LORASIM_WITH_CALIBRATE
 int cmd_calibrate(const Args& args);
 int cmd_train(const Args& args);

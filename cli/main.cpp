@@ -31,7 +31,12 @@ const Command kCommands[] = {
     {"calibrate", lorasim::cli::cmd_calibrate, "run short real training steps and fit a hardware profile"},
     {"train", lorasim::cli::cmd_train, "run real LoRA training steps and report time and memory"},
 #else
-    {"calibrate", [](const Args& a) -> int { lorasim::cli::exec_train_binary("calibrate", a); },
+    {"calibrate",
+     [](const Args& a) -> int {
+       // The hf-peft stack is calibrated by its Python probe: no LibTorch, no hand-over.
+       if (lorasim::cli::calibrates_hf_stack(a)) return lorasim::cli::cmd_calibrate_hf(a);
+       lorasim::cli::exec_train_binary("calibrate", a);
+     },
      "run short real training steps and fit a hardware profile"},
     {"train", [](const Args& a) -> int { lorasim::cli::exec_train_binary("train", a); },
      "run real LoRA training steps and report time and memory"},

@@ -2,7 +2,8 @@
 # Collects the hf-peft stack's measurements on the GPU machine, in stages (STAGES, a space
 # separated list; each stage is bounded by its own timeout), writing rows and logs under $OUT:
 #   build    scripts/gpu/build.sh (the C++ binaries against the machine's CUDA LibTorch)
-#   calib    the probe on bench/hf/calib-plan-*.json (the hf-peft calibration plan), timed
+#   calib    the probe on bench/hf/calib-plan-*.json (an early form of the calibration plan), timed
+#   calibhf  `lorasim calibrate --stack hf-peft --gpu h200` end to end (needs build), timed
 #   saved    bench/hf/saved_tensors_gpu.sh (saved-tensor bytes per module), tarred
 #   heldout  bench/hf/heldout.py, both allocators (probe step: Trainer's and the plain loop)
 #   trainer  bench/hf/trainer_runs.py --sft (a real Trainer and SFTTrainer with LorasimCallback)
@@ -30,6 +31,11 @@ for s in $STAGES; do
         /usr/bin/time -f "probe $a: %e s wall" timeout 150 python3 -m lorasim_hf.probe --plan bench/hf/calib-plan-$a.json \
           >> "$OUT/calib-rows.jsonl" 2>> "$OUT/calib.log"
       done ;;
+    calibhf)
+      stage calibhf
+      /usr/bin/time -f "calibrate --stack hf-peft: %e s wall" timeout 300 build-gpu/cli/lorasim calibrate --stack hf-peft \
+        --gpu h200 --python python3 --out "$OUT/h200-hf.toml" --save-measurements "$OUT/calib-hf-runs.csv" \
+        > "$OUT/calibhf.log" 2>&1 ;;
     saved)
       stage saved
       LIMIT_S=${SAVED_LIMIT_S:-80} timeout 150 bash bench/hf/saved_tensors_gpu.sh /tmp/hf-saved > "$OUT/saved.log" 2>&1
