@@ -55,6 +55,10 @@ inline constexpr double kMinMemoryShare = 0.1;
 /// The hf-peft stack's full fit needs rows at two or more depths (host per micro-batch vs per
 /// operator) and this many rows in all; fewer refine the stack's terms by group scales.
 inline constexpr size_t kMinStackRows = 8;
+/// The hf-peft stack's host cost sits in the Python forward (module calls, hooks) more than in
+/// the autograd engine's backward, so a recomputed forward operator may cost several average
+/// operators; above this the checkpointed rows were not host-bound.
+inline constexpr double kMaxStackRecomputeHostShare = 5.0;
 
 /// One usable measurement and its regressors.
 struct Row {

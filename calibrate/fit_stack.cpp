@@ -32,23 +32,38 @@ double mean_ops(const Row& r) {
   return r.f.host_ops + r.accumulating_share() * r.f.lora_tensors;
 }
 
-// Device time of a row's micro-batch from the GPU half, before the stack's device scale.
-double device_time(const Row& r, const model::HardwareModel& view) {
+// Device time of a row's micro-batch from the GPU half, before the stack's device scales:
+// the blocks' part and the head + loss part.
+struct DeviceParts {
+  double blocks = 0, head = 0;
+  double scaled(const model::HardwareModel& v) const { return v.device_scale * blocks + v.head_device_scale * head; }
+};
+DeviceParts device_parts(const Row& r, const model::HardwareModel& view) {
   model::HardwareModel hw = view;
-  hw.device_scale = 1.0;
-  return model::micro_batch_time(r.f, hw, r.m->workload.train.precision).device_s;
+  hw.device_scale = hw.head_device_scale = 1.0;
+  const model::Precision p = r.m->workload.train.precision;
+  const double rate_scale = p == hw.coefficients_precision || hw.peak_tflops(hw.coefficients_precision) <= 0
+                                ? 1.0
+                                : hw.peak_tflops(p) / hw.peak_tflops(hw.coefficients_precision);
+  const double all = model::micro_batch_time(r.f, hw, p).device_s;
+  const double head = model::head_device_s(r.f, hw, rate_scale);
+  return {all - head, head};
 }
+double device_time(const Row& r, const model::HardwareModel& view) { return device_parts(r, view).scaled(view); }
 
 // max(H, k D) per micro-batch, H = h0 + h1 * ops: rows are assigned to the side that sets their
 // time, the two linear problems are solved, rows are reassigned, until stable.
 void fit_host_and_device(const std::vector<const Row*>& rows, model::HardwareModel& view) {
-  std::vector<double> y, dev, ops;
+  std::vector<double> y, ops;
+  std::vector<DeviceParts> parts;
   for (const Row* r : rows) {
     y.push_back(micro_batch_time(*r->m));
-    dev.push_back(device_time(*r, view));
+    parts.push_back(device_parts(*r, view));
     ops.push_back(mean_ops(*r));
   }
   if (rows.size() < kMinRows) return;
+  std::vector<double> dev;
+  for (const DeviceParts& d : parts) dev.push_back(d.blocks + d.head);
   if (view.overlap == model::Overlap::sum) {
     // A synchronous device (the CPU): host and device time add, H + k D, one linear problem.
     std::vector<Eigen::VectorXd> x;
@@ -62,18 +77,18 @@ void fit_host_and_device(const std::vector<const Row*>& rows, model::HardwareMod
   // Start: a row is device-bound when its device time alone is most of what was measured.
   std::vector<bool> host(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) host[i] = dev[i] < kHostBoundForHostLine * y[i];
-  double h0 = view.time.host_fixed_s, h1 = view.time.host_per_op_s, k = view.device_scale;
+  double h0 = view.time.host_fixed_s, h1 = view.time.host_per_op_s;
+  double kb = view.device_scale, kh = view.head_device_scale;
   for (int iter = 0; iter < kJointIterations; ++iter) {
-    std::vector<Eigen::VectorXd> hx;
-    std::vector<double> hy;
-    double num = 0, den = 0;
+    std::vector<Eigen::VectorXd> hx, dx;
+    std::vector<double> hy, dy;
     for (size_t i = 0; i < rows.size(); ++i) {
       if (host[i]) {
         hx.push_back((Eigen::VectorXd(2) << 1.0, ops[i]).finished());
         hy.push_back(y[i]);
-      } else {  // minimise sum (k D / y - 1)^2
-        num += dev[i] / y[i];
-        den += (dev[i] / y[i]) * (dev[i] / y[i]);
+      } else {
+        dx.push_back((Eigen::VectorXd(2) << parts[i].blocks, parts[i].head).finished());
+        dy.push_back(y[i]);
       }
     }
     if (hy.size() >= 2) {
@@ -81,15 +96,27 @@ void fit_host_and_device(const std::vector<const Row*>& rows, model::HardwareMod
       h0 = h(0);
       h1 = h(1);
     }
-    if (den > 0) k = num / den;
+    if (dy.size() >= 2) {
+      // Both scales when the device-bound rows weigh blocks and head differently; one otherwise.
+      const Eigen::VectorXd k = fit_relative(dx, dy);
+      if (k(0) > 0 && k(1) > 0) {
+        kb = k(0);
+        kh = k(1);
+      } else {
+        std::vector<Eigen::VectorXd> one;
+        for (const auto& x : dx) one.push_back((Eigen::VectorXd(1) << x(0) + x(1)).finished());
+        kb = kh = fit_relative(one, dy)(0);
+      }
+    }
     std::vector<bool> next(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) next[i] = h0 + h1 * ops[i] > k * dev[i];
+    for (size_t i = 0; i < rows.size(); ++i) next[i] = h0 + h1 * ops[i] > kb * parts[i].blocks + kh * parts[i].head;
     if (next == host) break;
     host = next;
   }
   view.time.host_fixed_s = h0;
   view.time.host_per_op_s = h1;
-  view.device_scale = k;
+  if (kb > 0) view.device_scale = kb;
+  if (kh > 0) view.head_device_scale = kh;
 }
 
 // Checkpointed rows whose time is clearly the host's give the recomputing forward's share.
@@ -107,7 +134,7 @@ void fit_recompute_share(const std::vector<const Row*>& rows, model::HardwareMod
   }
   if (shares.empty()) return;
   std::sort(shares.begin(), shares.end());
-  view.time.recompute_host_share = std::clamp(shares[shares.size() / 2], 0.0, kMaxRecomputeHostShare);
+  view.time.recompute_host_share = std::clamp(shares[shares.size() / 2], 0.0, kMaxStackRecomputeHostShare);
 }
 
 void fit_optimizer_host(const std::vector<const Row*>& rows, model::HardwareModel& view) {
@@ -232,6 +259,7 @@ model::StackTerms stack_terms_of(const model::HardwareModel& view, const model::
   // the GPU's and carries the scale.
   const double rate_scale = view_before.time.gemm_tflops / view.time.gemm_tflops;
   t.device_scale = view.device_scale * rate_scale;
+  t.head_device_scale = view.head_device_scale * rate_scale;
   t.saved_scale = view.memory.saved_scale;
   t.logits_scale = view.memory.logits_scale;
   t.workspace_bytes = view.memory.workspace_bytes;

@@ -47,6 +47,12 @@ double combine(double host_s, double device_s, double host_ops, const HardwareMo
 
 }  // namespace
 
+double head_device_s(const Features& f, const HardwareModel& hw, double rate_scale) {
+  static const Coefficient* head = find_coefficient("head_tflops");
+  static const Coefficient* loss = find_coefficient("loss_gbps");
+  return head->term_value(f, hw, rate_scale) + loss->term_value(f, hw, rate_scale);
+}
+
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p) {
   // Rates were fitted in one precision; another precision scales them by the datasheet
   // ratio (an extrapolation: the output says so when it happens).
@@ -59,7 +65,11 @@ MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Prec
   t.host_s = sum_terms(Term::host, f, hw);
   t.device_s = sum_terms(Term::device, f, hw, rate_scale) + sum_terms(Term::device_traffic, f, hw) +
                sum_terms(Term::device_kernels, f, hw);
-  if (hw.device_scale != 1.0) t.device_s *= hw.device_scale;  // a stack's graph (model/stack_terms.h)
+  if (hw.device_scale != 1.0 || hw.head_device_scale != 1.0) {
+    // A stack's graph (model/stack_terms.h): its blocks and its head + loss scale apart.
+    const double head = head_device_s(f, hw, rate_scale);
+    t.device_s = hw.device_scale * (t.device_s - head) + hw.head_device_scale * head;
+  }
   t.total_s = combine(t.host_s, t.device_s, f.host_ops, hw);
   return t;
 }
@@ -82,7 +92,7 @@ MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw) {
   reserved += hw.reserved_logits_share * f.logits_buffer_bytes +
               hw.reserved_activation_share * (e.peak_allocated_bytes - f.static_bytes);
   e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, reserved);
-  e.worst_reserved_bytes = e.peak_reserved_bytes + f.logits_buffer_bytes;
+  e.worst_reserved_bytes = e.peak_reserved_bytes * (1 + hw.worst_case_margin) + f.logits_buffer_bytes;
   return e;
 }
 

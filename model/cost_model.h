@@ -42,6 +42,8 @@ struct MemoryEstimate {
   double worst_reserved_bytes = 0;
 };
 
+/// Device time of the LM head and the loss over the vocabulary (part of micro_batch_time's).
+double head_device_s(const Features& f, const HardwareModel& hw, double rate_scale = 1.0);
 /// Time of one micro-batch from its features.
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p);
 MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw);

@@ -71,8 +71,12 @@ struct HardwareModel {
   /// Set by for_stack (model/stack_terms.h) for the model a stack's workload runs on: the
   /// stack's device-time multiplier and allocator slack. 1 and 0 for the device's own terms.
   double device_scale = 1.0;
+  double head_device_scale = 1.0;  ///< the same for the LM head and the loss
   double reserved_logits_share = 0.0;
   double reserved_activation_share = 0.0;
+  /// Share of the reserved peak the worst case adds (a stack's expected memory error: the
+  /// allocator slack its calibration cannot pin down); 0 for the device's own terms.
+  double worst_case_margin = 0.0;
   bool stack_applied = false;  ///< for_stack has put a stack's terms in place (a fit's view)
 
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).

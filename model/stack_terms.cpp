@@ -14,6 +14,8 @@ const std::vector<StackTerm>& stack_term_table() {
       {"recompute_host_share", &StackTerms::recompute_host_share, false,
        "host cost of checkpointing's recomputed forward operators relative to ordinary ones"},
       {"device_scale", &StackTerms::device_scale, true, "device time of the stack's graph relative to the counted work"},
+      {"head_device_scale", &StackTerms::head_device_scale, true,
+       "device time of the LM head and the loss relative to the counted work"},
       {"optimizer_fixed_s", &StackTerms::optimizer_fixed_s, false, "optimizer step host time, fixed part"},
       {"optimizer_per_tensor_s", &StackTerms::optimizer_per_tensor_s, false, "optimizer host time per adapter tensor"},
       {"saved_scale", &StackTerms::saved_scale, false, "x the counted saved activations"},
@@ -47,6 +49,7 @@ HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
   m.time.optimizer_fixed_s = t.optimizer_fixed_s;
   m.time.optimizer_per_tensor_s = t.optimizer_per_tensor_s;
   m.device_scale = t.device_scale;
+  m.head_device_scale = t.head_device_scale;
   m.memory.saved_scale = t.saved_scale;
   m.memory.logits_scale = t.logits_scale;
   m.memory.attention_score_scale = 1.0;  // the stack's counts include eager attention's scores
@@ -55,6 +58,7 @@ HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
   m.memory.reserved_overhead_bytes = t.reserved_overhead_bytes;
   m.reserved_activation_share = t.reserved_activation_share;
   m.reserved_logits_share = t.reserved_logits_share;
+  m.worst_case_margin = t.expected_memory_error;
   m.expected_time_error = std::max(hw.expected_time_error, t.expected_time_error);
   m.expected_memory_error = std::max(hw.expected_memory_error, t.expected_memory_error);
   m.calibrated = hw.calibrated && t.calibrated;

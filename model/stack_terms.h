@@ -24,6 +24,9 @@ struct StackTerms {
   /// The device time of the stack's graph relative to the device's own terms evaluated on the
   /// stack's operators and bytes (extra casts, copies and kernels the counts miss).
   double device_scale = 1.0;
+  /// The same for the LM head and the loss over the vocabulary (the stack's fp32 upcast, its
+  /// log-softmax and their gradients run as separate kernels of their own).
+  double head_device_scale = 1.0;
   // The optimizer: fused AdamW + gradient clipping (Trainer) or AdamW (a plain loop).
   double optimizer_fixed_s = 0.0;         ///< host, per step
   double optimizer_per_tensor_s = 0.0;    ///< host, per adapter tensor
