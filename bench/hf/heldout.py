@@ -72,6 +72,8 @@ def run_probe_cells(args, out):
     torch = probe.torch
     t0 = time.perf_counter()
     cells = CELLS[args.allocator]
+    if args.cells:
+        cells = [cells[int(i)] for i in args.cells.split(",")]
     if args.smoke:
         CONFIG_OF["tiny"] = "configs/smoke.json"
         cells = [("tiny", 32, 4, True, 0.05, True, "trainer"), ("tiny", 16, 2, False, 0.0, False, "plain")]
@@ -116,6 +118,7 @@ def main():
     ap.add_argument("--steps", type=int, default=2, help="timed optimizer steps per split")
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--out", required=True, help="JSON Lines file to append rows to")
+    ap.add_argument("--cells", help="comma list of cell indices of the allocator's list (default: all, in order)")
     ap.add_argument("--smoke", action="store_true", help="a tiny model on the CPU: checks the script, measures nothing")
     args = ap.parse_args()
     with open(args.out, "a") as out:

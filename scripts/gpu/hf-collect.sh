@@ -46,6 +46,11 @@ for s in $STAGES; do
         --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log"
       timeout ${HELDOUT_DEF_S:-120} python3 bench/hf/heldout.py --allocator default --budget-s ${HELDOUT_DEF_BUDGET:-70} \
         --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log" ;;
+    heldout-same)
+      # A few held-out cells on the lease that calibrated (host speed drifts between leases).
+      stage heldout-same
+      timeout ${HELDOUT_SAME_S:-150} python3 bench/hf/heldout.py --allocator expandable --cells ${HELDOUT_CELLS:-0,1,3,4} \
+        --budget-s 120 --out "$OUT/heldout-same-rows.jsonl" 2>> "$OUT/heldout-same.log" ;;
     trainer)
       stage trainer
       timeout ${TRAINER_S:-150} python3 bench/hf/trainer_runs.py --sft --budget-s ${TRAINER_BUDGET:-100} \
