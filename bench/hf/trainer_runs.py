@@ -4,8 +4,8 @@
 
 Offline: models are built from config.json files with random weights (bf16, on the GPU), data
 is random tokens; SFTTrainer gets pre-tokenized rows and a tokenizer built in memory, so nothing
-is downloaded. Each model is built once per (model, checkpointing, dropout) and reused; each
-split gets a fresh Trainer.
+is downloaded. Each split gets a freshly built model and a fresh Trainer: a model reused after a
+Trainer has run holds on to memory of that run, so later splits' peaks would be too high.
 
     python3 bench/hf/trainer_runs.py --budget-s 150 --out rows-trainer.jsonl [--sft]
 """
@@ -72,8 +72,8 @@ def main():
                  ("tiny", "configs/smoke.json", 32, [(2, 1)], False, 0.0, "SFTTrainer")]
     with open(args.out, "a") as _, tempfile.TemporaryDirectory() as workdir:
         for name, cfg_path, seq, splits, ckpt, dropout, kind in cells:
-            model, vocab = build(cfg_path, ckpt, dropout)
             for b, a in splits:
+                model, vocab = build(cfg_path, ckpt, dropout)
                 if time.monotonic() - start > args.budget_s:
                     print(f"trainer_runs: budget reached, skipping {name} {b}x{a}", flush=True)
                     continue
@@ -118,7 +118,7 @@ def main():
                     torch.cuda.empty_cache()
                 print(f"trainer_runs [{time.monotonic() - start:.0f} s] {kind} {name} s={seq} {b}x{a}"
                       f"{' ckpt' if ckpt else ''} dropout={dropout}: {msg} ({time.monotonic() - t0:.0f} s)", flush=True)
-            del model
+                del model
             gc.collect()
             if not args.smoke:
                 torch.cuda.empty_cache()
