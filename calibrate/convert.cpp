@@ -67,8 +67,15 @@ std::string workload_label(const Measurement& m) {
 }
 
 void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {
-  hw.expected_time_error = std::max(kMinExpectedTimeError, 2 * fit.time_rms_rel);
-  hw.expected_memory_error = std::max(kMinExpectedMemoryError, 2 * fit.reserved_rms_rel);
+  const double time = std::max(kMinExpectedTimeError, 2 * fit.time_rms_rel);
+  const double memory = std::max(kMinExpectedMemoryError, 2 * fit.reserved_rms_rel);
+  if (fit.stack == model::StackKind::hf_peft) {  // the stack's terms were fitted, not the GPU's
+    hw.hf_peft.expected_time_error = time;
+    hw.hf_peft.expected_memory_error = memory;
+    return;
+  }
+  hw.expected_time_error = time;
+  hw.expected_memory_error = memory;
 }
 
 }  // namespace lorasim::calib

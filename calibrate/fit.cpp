@@ -161,6 +161,7 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
       detail::fit_anchored(rows, view, rep.scales);
     else
       detail::fit_stack_full(rows, view);
+    rep.stack = model::StackKind::hf_peft;
     rep.hardware.hf_peft = detail::stack_terms_of(view, before, base.hf_peft);
     for (const model::StackTerm& t : model::stack_term_table()) {
       const double b = base.hf_peft.*t.field, a = rep.hardware.hf_peft.*t.field;

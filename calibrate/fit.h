@@ -39,6 +39,9 @@ struct MovedCoefficient {
 };
 
 struct FitReport {
+  /// The stack the rows were of: lorasim's runner (the GPU half was fitted) or hf-peft (the
+  /// base's [stack.hf-peft] terms were, and the GPU half is the base's).
+  model::StackKind stack = model::StackKind::lorasim;
   model::HardwareModel hardware;           ///< the input device with fitted coefficients
   std::vector<Residual> residuals;         ///< one per usable measurement
   double time_rms_rel = 0, time_max_rel = 0;          ///< step time, relative

@@ -141,8 +141,7 @@ int cmd_calibrate_hf(const Args& args) {
   const calib::FitReport fit = calib::fit_profile(rows, profile.hw, calib::FitMode::automatic);
   profile.hw = fit.hardware;
   model::StackTerms& terms = profile.hw.hf_peft;
-  terms.expected_time_error = std::max(calib::kMinExpectedTimeError, 2 * fit.time_rms_rel);
-  terms.expected_memory_error = std::max(calib::kMinExpectedMemoryError, 2 * fit.reserved_rms_rel);
+  calib::set_expected_errors(profile.hw, fit);
   terms.source = "lorasim calibrate --stack hf-peft, " + utc_now();
   profile.calibration.set("hf_peft_date", utc_now());
   profile.calibration.set("hf_peft_runs", static_cast<int64_t>(rows.size()));

@@ -109,10 +109,16 @@ int cmd_fit(const Args& args) {
   profile.hw = rep.hardware;
   // An anchored fit scales the base's rates in the base's precision; a full fit's rates are
   // those of the rows.
-  if (!rep.anchored) profile.hw.coefficients_precision = rows.front().workload.train.precision;
+  if (!rep.anchored && rep.stack == model::StackKind::lorasim)
+    profile.hw.coefficients_precision = rows.front().workload.train.precision;
   calib::set_expected_errors(profile.hw, rep);
-  profile.origin_source = command;
-  profile.calibration = {};
+  if (rep.stack == model::StackKind::hf_peft) {
+    // The GPU half and its provenance are the base's; the stack's terms are this fit's.
+    profile.hw.hf_peft.source = command;
+  } else {
+    profile.origin_source = command;
+    profile.calibration = {};
+  }
   profile.calibration.set("measurements", measurements);
   profile.calibration.set("rows", static_cast<int64_t>(rows.size()));
   profile.calibration.set("time_rms_rel", rep.time_rms_rel);

@@ -126,10 +126,21 @@ Result simulate(const Request& r) {
                         " (run `lorasim calibrate` on this GPU for a calibrated profile)");
   if (!r.hardware.bf16_supported && r.workload.train.precision == model::Precision::fp16)
     out.notes.push_back("the " + r.hardware.display_name + " has no bf16: fp16 mixed precision assumed");
-  if (r.hardware.overlap == model::Overlap::max)
+  const bool hf = r.workload.stack.kind == model::StackKind::hf_peft;
+  if (hf && !r.hardware.hf_peft.calibrated)
+    out.notes.push_back("the hf-peft stack's terms of '" + r.hardware.name +
+                        "' are priors (the H200's calibration): host time may be off by ~" +
+                        percent(r.hardware.hf_peft.expected_time_error) +
+                        " (run `lorasim calibrate --stack hf-peft` on this machine)");
+  if (r.hardware.overlap == model::Overlap::max && !hf)
     out.notes.push_back("reserved memory assumes PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what "
                         "`lorasim calibrate` runs with); PyTorch's default allocator can hold up to one "
                         "more fp32 logits buffer (b x seq x vocab x 4 bytes)");
+  if (hf)
+    out.notes.push_back(std::string("memory of Transformers + PEFT as a Trainer step runs it (") +
+                        model::allocator_name(r.workload.stack.allocator) +
+                        " allocator); `fits` adds the stack's expected memory error (" +
+                        percent(r.hardware.hf_peft.expected_memory_error) + ") and one logits tensor of slack");
   if (r.workload.train.precision != r.hardware.coefficients_precision)
     out.notes.push_back(std::string("profile rates were fitted in ") +
                         model::precision_name(r.hardware.coefficients_precision) + "; " +
