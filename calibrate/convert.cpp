@@ -70,8 +70,10 @@ void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {
   const double time = std::max(kMinExpectedTimeError, 2 * fit.time_rms_rel);
   const double memory = std::max(kMinExpectedMemoryError, 2 * fit.reserved_rms_rel);
   if (fit.stack == model::StackKind::hf_peft) {  // the stack's terms were fitted, not the GPU's
-    hw.hf_peft.expected_time_error = time;
-    hw.hf_peft.expected_memory_error = memory;
+    // A few runs refining a base cannot show the errors elsewhere: keep the base's when larger.
+    model::StackTerms& t = hw.hf_peft;
+    t.expected_time_error = fit.anchored ? std::max(t.expected_time_error, time) : time;
+    t.expected_memory_error = fit.anchored ? std::max(t.expected_memory_error, memory) : memory;
     return;
   }
   hw.expected_time_error = time;

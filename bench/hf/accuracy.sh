@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The hf-peft stack's accuracy on held-out H200 runs, from the committed rows and profile
+# (no GPU needed): writes bench/results/hf-accuracy.md and hf-accuracy.json.
+#   bash bench/hf/accuracy.sh [path/to/lorasim]
+# Sets (bench/results/h200/hf-peft-run*/; every row below is held out of the fit it is scored on):
+#   A  run4, the lease whose calibration is the committed [stack.hf-peft]: probe-step and plain-loop
+#      rows (heldout-same-rows) and Trainer/SFTTrainer rows through LorasimCallback (trainer-rows)
+#   B  other leases against the committed profile: run2's 55 held-out rows, run3's Trainer rows
+#   C  run2's held-out rows against run2's own calibration (lease A calibrated itself)
+#   D  `lorasim fit` of three runs of one workload (run2, qwen3-1.7b s512 1x8, 2x4, 8x1) on the
+#      builtin h200 profile, scored on run2's other workloads
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+L=${1:-build/cli/lorasim}
+R=bench/results/h200
+T=$(mktemp -d)
+mkdir -p "$T/s"
+trap 'rm -rf "$T"' EXIT
+md=bench/results/hf-accuracy.md
+P=hwprofiles/h200.toml
+score() {  # name profile rows...
+  local name=$1 prof=$2; shift 2
+  local js=()
+  for f in "$@"; do
+    "$L" validate --measurements "$f" --profile "$prof" --format json > "$T/$name-$(basename "$f").json"
+    js+=("$T/$name-$(basename "$f").json")
+  done
+  python3 bench/hf/summarize.py --lorasim "$L" --profile "$prof" --title "$name" --markdown "$T/$name.md" "${js[@]}" > "$T/s/$name.json"
+}
+score "A1 same lease (run4): probe step and plain loop" $P $R/hf-peft-run4/heldout-same-rows.jsonl
+score "A2 same lease (run4): Trainer and SFTTrainer (LorasimCallback)" $P $R/hf-peft-run4/trainer-rows.jsonl
+# trainer_runs.py of run3/run4 reused one model across a cell's splits; a model reused after a
+# Trainer has run holds memory of that run (bench/results/h200/hf-peft-run4/peak-snapshot.txt: a
+# fresh model's Trainer step peaks at the probe's to the MiB), so later splits' peaks are inflated.
+# A2f scores the first split of each model alone.
+python3 - $R/hf-peft-run4/trainer-rows.jsonl "$T/trainer-first.jsonl" <<'PY'
+import json, sys
+seen, out = set(), open(sys.argv[2], "w")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    k = (r["model"], r["seq_len"], r["grad_ckpt"], r["lora_dropout"])
+    if k not in seen:
+        seen.add(k)
+        out.write(line)
+PY
+score "A2f same lease (run4): Trainer and SFTTrainer, first split of each model" $P "$T/trainer-first.jsonl"
+score "B1 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
+score "B2 other lease (run3): Trainer and SFTTrainer" $P $R/hf-peft-run3/trainer-rows.jsonl
+"$L" fit --measurements $R/hf-peft-run2/calib-rows.jsonl --gpu h200 --out "$T/run2.toml" > /dev/null
+score "C run2's rows against run2's own calibration" "$T/run2.toml" $R/hf-peft-run2/heldout-rows.jsonl
+# D: three splits of one workload refine the builtin profile; the other workloads are scored.
+python3 - "$R/hf-peft-run2/heldout-rows.jsonl" "$T" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def key(r):
+    return (r["model"], r["seq_len"], r["micro_batch"] * r["accumulation"], r["grad_ckpt"], r["lora_dropout"],
+            r["autocast"], r["allocator"], r["loop"])
+fit_key = ("qwen3-1.7b", 512, 8, False, 0.0, True, "expandable", "probe")
+with open(sys.argv[2] + "/three.jsonl", "w") as f3, open(sys.argv[2] + "/others.jsonl", "w") as fo:
+    for r in rows:
+        (f3 if key(r) == fit_key and r["micro_batch"] in (1, 2, 8) else fo if key(r) != fit_key else open("/dev/null", "w")).write(json.dumps(r) + "\n")
+PY
+"$L" fit --measurements "$T/three.jsonl" --gpu h200 --out "$T/three.toml" > "$T/three-fit.txt"
+score "D fit of three runs of one workload (run2) on the builtin profile, other workloads" "$T/three.toml" "$T/others.jsonl"
+{
+  echo "# hf-peft stack: accuracy on held-out H200 runs"
+  echo
+  echo "Produced by \`bash bench/hf/accuracy.sh\` ($(date -u +%Y-%m-%d), $(uname -m), lorasim $("$L" --version | head -1 | awk '{print $2}'))"
+  echo "from the committed rows in bench/results/h200/hf-peft-run2..4 and hwprofiles/h200.toml; the runs were"
+  echo "measured on NVIDIA H200 leases with torch 2.11, transformers 5.17, peft 0.21 (trl 1.16 for SFTTrainer)."
+  echo "No row scored here was used to fit the profile it is scored against. Regimes: the profile's host/device"
+  echo "ratio of the split (host-bound > 1.25, device-bound < 0.8)."
+  echo
+  for f in "$T"/A1*.md "$T"/A2\ *.md "$T"/A2f*.md "$T"/B1*.md "$T"/B2*.md "$T"/C*.md "$T"/D*.md; do cat "$f"; done
+  echo "D's fit moved:"
+  echo
+  echo '```'
+  grep -E "^  stack|refitted" "$T/three-fit.txt"
+  echo '```'
+} > "$md"
+python3 - "$T/s" > bench/results/hf-accuracy.json <<'PY'
+import glob, json, os, sys
+print(json.dumps({os.path.basename(p)[:-5]: json.load(open(p)) for p in sorted(glob.glob(sys.argv[1] + "/*.json"))}, indent=1))
+PY
+echo "wrote $md and bench/results/hf-accuracy.json"
