@@ -14,4 +14,4 @@ ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 # The python package's tests (tiny random models on the CPU), in the venv python-env.sh keeps.
 bash scripts/python-env.sh
 venv=${LORASIM_VENV:-$HOME/.cache/lorasim/venv}
-LORASIM="$PWD/build/lorasim" "$venv/bin/python" -m pytest -q tests/python
+LORASIM="$PWD/build/cli/lorasim" "$venv/bin/python" -m pytest -q tests/python
