@@ -1,0 +1,199 @@
+// The hf-peft calibration plan (calibrate/hf_plan.h): which runs it holds, and the JSON the probe
+// reads (/work/notes' contract: python/lorasim_hf/probe.py's plan format).
+#include "calibrate/hf_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+
+namespace lorasim::calib {
+namespace {
+
+using nlohmann::json;
+
+model::Workload reference(const std::string& name) {
+  model::Workload w;
+  w.arch = model::preset(name);
+  w.train.seq_len = 512;
+  w.stack.kind = model::StackKind::hf_peft;
+  return w;
+}
+
+std::vector<HfPlannedRun> cuda_plan(const std::string& name = "qwen3-1.7b") {
+  HfPlanOptions opt;
+  opt.is_cuda = true;
+  opt.reference = reference(name);
+  return default_hf_plan(opt);
+}
+
+template <typename Pred>
+size_t count_runs(const std::vector<HfPlannedRun>& plan, Pred pred) {
+  return static_cast<size_t>(std::count_if(plan.begin(), plan.end(), [&](const HfPlannedRun& r) { return pred(r.planned); }));
+}
+
+const std::set<std::string> kRunKeys = {"model",        "num_layers",   "hf_config",  "seq_len",    "micro_batch",
+                                        "accumulation", "steps",        "warmup_steps", "grad_ckpt", "lora_rank",
+                                        "lora_alpha",   "lora_targets", "lora_dropout", "precision", "autocast",
+                                        "attn_impl"};
+
+std::set<std::string> keys(const json& j) {
+  std::set<std::string> k;
+  for (auto it = j.begin(); it != j.end(); ++it) k.insert(it.key());
+  return k;
+}
+
+}  // namespace
+
+TEST(HfPlanTest, CudaPlanSeparatesWhatTheStackAdds) {
+  const model::Workload ref = reference("qwen3-1.7b");
+  const std::vector<HfPlannedRun> plan = cuda_plan();
+  std::set<int64_t> ref_depths;
+  for (const HfPlannedRun& r : plan)
+    if (r.planned.workload.arch.hidden_size == ref.arch.hidden_size) ref_depths.insert(r.planned.workload.arch.num_layers);
+  EXPECT_GE(ref_depths.size(), 2u);
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.workload.train.grad_ckpt; }), 1u);
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.workload.stack.lora_dropout > 0; }), 1u);
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return !m.workload.stack.autocast; }), 1u);
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.accumulation > 1; }), 1u);
+  EXPECT_GE(count_runs(plan,
+                       [](const Measurement& m) {
+                         return m.workload.lora.targets == std::vector<model::Target>{model::Target::q, model::Target::v};
+                       }),
+            1u);
+  for (model::AllocatorMode a : {model::AllocatorMode::default_segments, model::AllocatorMode::expandable})
+    EXPECT_GE(count_runs(plan, [a](const Measurement& m) { return m.workload.stack.allocator == a; }), 1u)
+        << model::allocator_name(a);
+  EXPECT_GE(count_runs(plan, [&](const Measurement& m) { return m.workload.arch.hidden_size < ref.arch.hidden_size; }),
+            1u);
+  for (const HfPlannedRun& r : plan) {
+    EXPECT_EQ(r.planned.workload.stack.kind, model::StackKind::hf_peft) << r.label();
+    EXPECT_LE(r.planned.workload.arch.num_layers, ref.arch.num_layers) << r.label();
+    EXPECT_NO_THROW(r.planned.workload.validate()) << r.label();
+  }
+}
+
+TEST(HfPlanTest, VariedOptionsFlipTheUsersOwn) {
+  // A user who trains with dropout gets a run without it, and one without autocast one with it.
+  HfPlanOptions opt;
+  opt.reference = reference("qwen3-1.7b");
+  opt.reference.stack.lora_dropout = 0.1;
+  opt.reference.stack.autocast = false;
+  const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.workload.stack.lora_dropout == 0; }), 1u);
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.workload.stack.autocast; }), 1u);
+  // Every other run keeps the user's options.
+  EXPECT_GT(count_runs(plan, [](const Measurement& m) { return m.workload.stack.lora_dropout == 0.1; }), plan.size() / 2);
+}
+
+TEST(HfPlanTest, NarrowModelCanBeNamedOrLeftOut) {
+  HfPlanOptions opt;
+  opt.reference = reference("qwen3-1.7b");
+  opt.narrow_model = "llama-3.2-1b";
+  const auto named = default_hf_plan(opt);
+  EXPECT_GE(count_runs(named, [](const Measurement& m) { return m.workload.arch.vocab_size == 128256; }), 1u);
+  opt.narrow_model = "none";
+  const auto none = default_hf_plan(opt);
+  EXPECT_EQ(count_runs(none, [](const Measurement& m) { return m.workload.arch.hidden_size != 2048; }), 0u);
+}
+
+TEST(HfPlanTest, CpuPlanRunsOnlyTinySizes) {
+  HfPlanOptions opt;
+  opt.is_cuda = false;
+  opt.reference = reference("tiny");
+  opt.reference.stack.autocast = false;
+  opt.reference.train.precision = model::Precision::fp32;
+  const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
+  EXPECT_EQ(plan.size(), 9u);
+  std::set<int64_t> depths;
+  for (const HfPlannedRun& r : plan) {
+    const Measurement& m = r.planned;
+    EXPECT_EQ(m.workload.arch.hidden_size, 64) << r.label();
+    EXPECT_LE(m.workload.arch.num_layers, 2) << r.label();
+    EXPECT_LE(m.workload.train.seq_len, 64) << r.label();
+    EXPECT_LE(m.micro_batch, 4) << r.label();
+    EXPECT_FALSE(m.workload.stack.autocast) << r.label();
+    depths.insert(m.workload.arch.num_layers);
+  }
+  EXPECT_EQ(depths.size(), 2u);  // the stack's fit needs two depths
+}
+
+TEST(HfPlanTest, PlanJsonHoldsExactlyTheContractsKeysForOneAllocator) {
+  const std::vector<HfPlannedRun> plan = cuda_plan();
+  for (model::AllocatorMode a : {model::AllocatorMode::default_segments, model::AllocatorMode::expandable}) {
+    SCOPED_TRACE(model::allocator_name(a));
+    const json j = json::parse(hf_plan_json(plan, "cuda:1", a, 2, 5));
+    EXPECT_EQ(keys(j), (std::set<std::string>{"device", "allocator", "runs"}));
+    EXPECT_EQ(j["device"], "cuda:1");
+    EXPECT_EQ(j["allocator"], model::allocator_name(a));
+    const size_t want = count_runs(plan, [a](const Measurement& m) { return m.workload.stack.allocator == a; });
+    ASSERT_EQ(j["runs"].size(), want);
+    size_t i = 0;
+    for (const HfPlannedRun& r : plan) {
+      const model::Workload& w = r.planned.workload;
+      if (w.stack.allocator != a) continue;
+      const json& run = j["runs"][i++];
+      EXPECT_EQ(keys(run), kRunKeys);
+      EXPECT_EQ(run["model"], w.arch.name);
+      EXPECT_EQ(run["num_layers"], w.arch.num_layers);
+      EXPECT_EQ(run["hf_config"]["num_hidden_layers"], w.arch.num_layers);
+      EXPECT_EQ(run["seq_len"], w.train.seq_len);
+      EXPECT_EQ(run["micro_batch"], r.planned.micro_batch);
+      EXPECT_EQ(run["accumulation"], r.planned.accumulation);
+      EXPECT_EQ(run["steps"], 5);
+      EXPECT_EQ(run["warmup_steps"], 2);
+      EXPECT_EQ(run["grad_ckpt"], w.train.grad_ckpt);
+      EXPECT_EQ(run["lora_rank"], w.lora.rank);
+      EXPECT_EQ(run["lora_dropout"], w.stack.lora_dropout);
+      EXPECT_EQ(run["autocast"], w.stack.autocast);
+      EXPECT_EQ(run["attn_impl"], "sdpa");
+      EXPECT_EQ(run["precision"], "bf16");
+      ASSERT_TRUE(run["lora_targets"].is_array());
+      EXPECT_EQ(run["lora_targets"].size(), w.lora.targets.size());
+    }
+  }
+}
+
+TEST(HfPlanTest, HfConfigNamesTheModelTypeTransformersBuilds) {
+  for (const char* name : {"qwen3-0.6b", "qwen3-1.7b", "qwen3-8b"}) {
+    const json c = json::parse(hf_config_json(model::preset(name)));
+    EXPECT_EQ(c["model_type"], "qwen3") << name;
+    EXPECT_FALSE(c.contains("attention_bias")) << name;
+  }
+  const json qwen2 = json::parse(hf_config_json(model::preset("qwen2.5-0.5b")));
+  EXPECT_EQ(qwen2["model_type"], "qwen2");
+  EXPECT_EQ(qwen2["attention_bias"], true);
+  EXPECT_EQ(qwen2["tie_word_embeddings"], true);
+  for (const char* name : {"llama-3.2-1b", "mistral-7b"}) {
+    const json c = json::parse(hf_config_json(model::preset(name)));
+    EXPECT_EQ(c["model_type"], "llama") << name;
+    EXPECT_FALSE(c.contains("attention_bias")) << name;
+  }
+  const model::Architecture& l = model::preset("llama-3.2-1b");
+  const json c = json::parse(hf_config_json(l));
+  EXPECT_EQ(c["hidden_size"], l.hidden_size);
+  EXPECT_EQ(c["intermediate_size"], l.intermediate_size);
+  EXPECT_EQ(c["num_attention_heads"], l.num_heads);
+  EXPECT_EQ(c["num_key_value_heads"], l.num_kv_heads);
+  EXPECT_EQ(c["head_dim"], l.head_dim);
+  EXPECT_EQ(c["vocab_size"], l.vocab_size);
+  EXPECT_EQ(c["use_cache"], false);  // no DynamicCache copies in the measured step
+}
+
+TEST(HfPlanTest, LabelNamesWhatARunVaries) {
+  for (const HfPlannedRun& r : cuda_plan()) {
+    const std::string label = r.label();
+    const model::Workload& w = r.planned.workload;
+    EXPECT_EQ(label.find(" ckpt") != std::string::npos, w.train.grad_ckpt) << label;
+    EXPECT_EQ(label.find("no-autocast") != std::string::npos, !w.stack.autocast) << label;
+    EXPECT_EQ(label.find("dropout=") != std::string::npos, w.stack.lora_dropout > 0) << label;
+    EXPECT_NE(label.find(model::allocator_name(w.stack.allocator)), std::string::npos) << label;
+  }
+}
+
+}  // namespace lorasim::calib

@@ -1,0 +1,163 @@
+// The [stack.hf-peft] table of a profile: read, range-checked, written and compared exactly.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hwprofiles/builtin.h"
+#include "hwprofiles/profile.h"
+#include "model/error.h"
+#include "model/stack_terms.h"
+
+namespace lorasim::hw {
+namespace {
+
+std::string builtin_text(const std::string& name) {
+  for (const auto& p : builtin_profile_texts())
+    if (p.name == name) return std::string(p.toml);
+  ADD_FAILURE() << "no builtin " << name;
+  return "";
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse_profile(text, "test.toml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Values with no short decimal form, so that an inexact writer shows.
+Profile with_fitted_stack() {
+  Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
+  model::StackTerms& t = p.hw.hf_peft;
+  t.host_fixed_s = 1.0 / 3.0 * 1e-3;
+  t.host_per_op_s = 8.123456789012345e-05;
+  t.recompute_host_share = 2.0 / 7.0;
+  t.device_scale = 1.1234567890123457;
+  t.head_device_scale = 1.0 / 0.7;
+  t.optimizer_fixed_s = 4.4e-3;
+  t.optimizer_per_tensor_s = 3.3e-5;
+  t.saved_scale = 0.9876543210987654;
+  t.logits_scale = 1.0000000000000002;
+  t.workspace_bytes = 123456789.5;
+  t.reserved_overhead_bytes = 6.02e8;
+  t.reserved_activation_share = 0.07;
+  t.reserved_logits_share = 0.3;
+  t.expected_time_error = 0.05;
+  t.expected_memory_error = 0.03;
+  t.calibrated = true;
+  t.source = "lorasim calibrate --stack hf-peft, 2025-01-01";
+  return p;
+}
+
+const char kStackTable[] =
+    "\n[stack.hf-peft]\ncalibrated = false\nsource = \"hand\"\nhost_per_op_s = 1e-4\n";
+
+}  // namespace
+
+TEST(ProfileStackTest, FittedStackTermsRoundTripExactly) {
+  const Profile p = with_fitted_stack();
+  const std::string text = to_toml(p);
+  EXPECT_TRUE(contains(text, "[stack.hf-peft]")) << text;
+  const Profile back = parse_profile(text, "test.toml");
+  EXPECT_EQ(back, p);
+  for (const model::StackTerm& t : model::stack_term_table())
+    EXPECT_EQ(back.hw.hf_peft.*t.field, p.hw.hf_peft.*t.field) << t.name;
+  EXPECT_EQ(back.hw.hf_peft.source, p.hw.hf_peft.source);
+  EXPECT_EQ(to_toml(back), text);
+}
+
+TEST(ProfileStackTest, EqualityComparesEveryStackTerm) {
+  const Profile p = with_fitted_stack();
+  for (const model::StackTerm& t : model::stack_term_table()) {
+    Profile q = p;
+    q.hw.hf_peft.*t.field *= 1.5;
+    EXPECT_NE(q, p) << t.name;
+  }
+  Profile q = p;
+  q.hw.hf_peft.calibrated = false;
+  EXPECT_NE(q, p);
+  q = p;
+  q.hw.hf_peft.source = "other";
+  EXPECT_NE(q, p);
+}
+
+TEST(ProfileStackTest, HandWrittenUncalibratedTableRoundTrips) {
+  // A table a user wrote (not calibrated, their own source) is kept on write.
+  const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
+  EXPECT_EQ(p.hw.hf_peft.host_per_op_s, 1e-4);
+  EXPECT_FALSE(p.hw.hf_peft.calibrated);
+  EXPECT_EQ(parse_profile(to_toml(p), "test.toml"), p);
+}
+
+TEST(ProfileStackTest, ChangedTermsWithThePriorsSourceStillRoundTrip) {
+  // parse_profile(to_toml(p)) == p is profile.h's promise for every p; a table whose numbers
+  // differ from the priors but whose provenance was left at its defaults must not be dropped.
+  Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
+  p.hw.hf_peft.host_per_op_s = 1e-4;
+  ASSERT_FALSE(p.hw.hf_peft.calibrated);
+  ASSERT_EQ(p.hw.hf_peft.source, model::StackTerms{}.source);
+  EXPECT_EQ(parse_profile(to_toml(p), "test.toml"), p) << to_toml(p);
+}
+
+TEST(ProfileStackTest, ProfileWithoutTheTableReadsThePriorsAndWritesNoTable) {
+  const Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
+  const model::StackTerms defaults;
+  for (const model::StackTerm& t : model::stack_term_table())
+    EXPECT_EQ(p.hw.hf_peft.*t.field, defaults.*t.field) << t.name;
+  EXPECT_FALSE(p.hw.hf_peft.calibrated);
+  EXPECT_EQ(p.hw.hf_peft.source, defaults.source);
+  const std::string text = to_toml(p);
+  EXPECT_FALSE(contains(text, "[stack")) << text;
+  EXPECT_EQ(parse_profile(text, "test.toml"), p);
+}
+
+TEST(ProfileStackTest, PartialTableKeepsThePriorsOfTheKeysItLacks) {
+  const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
+  EXPECT_EQ(p.hw.hf_peft.device_scale, model::StackTerms{}.device_scale);
+  EXPECT_EQ(p.hw.hf_peft.source, "hand");
+}
+
+TEST(ProfileStackTest, UnknownKeyIsRefusedNamingItsPath) {
+  const std::string msg = parse_error(builtin_text("h100-sxm") + kStackTable + "host_per_layer_s = 1e-5\n");
+  EXPECT_TRUE(contains(msg, "stack.hf-peft")) << msg;
+  EXPECT_TRUE(contains(msg, "host_per_layer_s")) << msg;
+  EXPECT_TRUE(contains(msg, "test.toml")) << msg;
+}
+
+TEST(ProfileStackTest, UnknownStackIsRefused) {
+  const std::string msg = parse_error(builtin_text("h100-sxm") + "\n[stack.deepspeed]\ncalibrated = true\n");
+  EXPECT_TRUE(contains(msg, "deepspeed")) << msg;
+}
+
+TEST(ProfileStackTest, NegativeValueIsRefusedNamingItsPath) {
+  const std::string msg = parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\nsaved_scale = -0.5\n");
+  EXPECT_TRUE(contains(msg, "saved_scale")) << msg;
+  EXPECT_TRUE(contains(msg, "stack.hf-peft")) << msg;
+  EXPECT_TRUE(contains(msg, ">= 0")) << msg;
+}
+
+TEST(ProfileStackTest, ZeroDeviceScaleIsRefused) {
+  // The device time divides by nothing here, but a zero scale erases the stack's device work.
+  const std::string msg = parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\ndevice_scale = 0\n");
+  EXPECT_TRUE(contains(msg, "device_scale")) << msg;
+  EXPECT_TRUE(contains(msg, "> 0")) << msg;
+}
+
+TEST(ProfileStackTest, MistypedValueIsRefused) {
+  EXPECT_NE(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\ncalibrated = \"yes\"\n"), "");
+  EXPECT_NE(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\nhost_per_op_s = \"fast\"\n"), "");
+  EXPECT_NE(parse_error(builtin_text("h100-sxm") + "\nstack = 3\n"), "");
+}
+
+TEST(ProfileStackTest, BuiltinH200ParsesAndValidates) {
+  const Profile p = builtin_profile("h200");
+  EXPECT_EQ(p.source_text_name, "builtin:h200.toml");
+  EXPECT_NO_THROW(validate_profile(p));
+  EXPECT_EQ(parse_profile(to_toml(p), p.source_text_name), p);
+}
+
+}  // namespace lorasim::hw

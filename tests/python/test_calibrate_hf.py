@@ -1,0 +1,99 @@
+"""`lorasim calibrate --stack hf-peft` end to end on the CPU: the real binary, the real probe in this
+Python, the fitted profile read back by `lorasim simulate`."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import lorasim_binary
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=900, **kw)
+
+
+@pytest.fixture(scope="module")
+def exe():
+    path = lorasim_binary()
+    if path is None:
+        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def cpu_profile(exe, tmp_path_factory):
+    """The CPU's own profile from lorasim's LibTorch runner: the GPU half the stack is fitted on."""
+    if not os.access(os.path.join(os.path.dirname(exe), "lorasim-train"), os.X_OK):
+        pytest.skip("no lorasim-train next to lorasim (a build without LibTorch)")
+    out = tmp_path_factory.mktemp("cpu") / "cpu.toml"
+    proc = run([exe, "calibrate", "--device", "cpu", "--model", "tiny", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def hf_calibration(exe, cpu_profile, tmp_path_factory):
+    d = tmp_path_factory.mktemp("hf")
+    out, rows = d / "hf.toml", d / "rows.csv"
+    proc = run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu", "--profile", str(cpu_profile),
+                "--python", sys.executable, "--out", str(out), "--save-measurements", str(rows)])
+    return proc, out, rows
+
+
+def stack_table(toml_text):
+    """The [stack.hf-peft] table's lines as a dict of raw values (the C++ side is the parser)."""
+    table, inside = {}, False
+    for line in toml_text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            inside = line == "[stack.hf-peft]"
+            continue
+        if inside and "=" in line:
+            key, value = (part.strip() for part in line.split("=", 1))
+            table[key] = value
+    return table
+
+
+def test_calibrate_hf_peft_writes_a_calibrated_stack_table(hf_calibration):
+    proc, out, _ = hf_calibration
+    assert proc.returncode == 0, proc.stderr
+    table = stack_table(out.read_text())
+    assert table.get("calibrated") == "true", out.read_text()
+    assert "lorasim calibrate --stack hf-peft" in table["source"]
+    assert float(table["host_per_op_s"]) > 0
+    assert "stack.hf-peft." in proc.stdout  # the rows moved the stack's terms, and it says which
+
+
+def test_calibrate_hf_peft_saves_the_plans_rows(hf_calibration):
+    proc, _, rows = hf_calibration
+    assert proc.returncode == 0, proc.stderr
+    with open(rows, newline="") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 9
+    assert {r["stack"] for r in table} == {"hf-peft"}
+    assert {r["model"] for r in table} == {"tiny"}
+    assert all(float(r["step_time_s"]) > 0 for r in table)
+
+
+def test_simulate_reads_the_calibrated_profile_and_names_the_stack(exe, hf_calibration):
+    proc, out, _ = hf_calibration
+    assert proc.returncode == 0, proc.stderr
+    sim = run([exe, "simulate", "--profile", str(out), "--model", "tiny", "--effective-batch", "4",
+               "--seq-len", "32", "--precision", "fp32", "--autocast", "false", "--format", "json"])
+    assert sim.returncode == 0, sim.stderr
+    doc = json.loads(sim.stdout)
+    assert "hf-peft" in json.dumps(doc), sim.stdout
+
+
+def test_missing_python_is_one_line_naming_the_option(exe, tmp_path):
+    out = tmp_path / "hf.toml"
+    proc = run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu", "--gpu", "h200",
+                "--python", "/nonexistent/python3", "--out", str(out)])
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert "--python" in errors[0], proc.stderr
+    assert not out.exists()
