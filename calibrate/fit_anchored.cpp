@@ -342,7 +342,13 @@ void fit_memory_scales(const std::vector<Row>& rows, model::HardwareModel& hw, s
     return;
   }
   Eigen::VectorXd target(static_cast<Eigen::Index>(both.size()));
-  for (size_t i = 0; i < both.size(); ++i) target(static_cast<Eigen::Index>(i)) = both[i]->m->peak_reserved_bytes;
+  for (size_t i = 0; i < both.size(); ++i) {
+    // A stack's own slack terms (model/stack_terms.h) are not the reserved line's: off the target.
+    const Row& r = *both[i];
+    const double stack_slack = base.reserved_logits_share * r.f.logits_buffer_bytes +
+                               base.reserved_activation_share * (r.m->peak_allocated_bytes - r.f.static_bytes);
+    target(static_cast<Eigen::Index>(i)) = r.m->peak_reserved_bytes - stack_slack;
+  }
   fit_memory_groups(
       reserved, both.size(), target, target,
       [&](const model::Coefficient& c, size_t i) {

@@ -71,7 +71,7 @@ void fit_host_and_device(const std::vector<const Row*>& rows, model::HardwareMod
     const Eigen::VectorXd th = fit_relative(x, y);
     view.time.host_fixed_s = th(0);
     view.time.host_per_op_s = th(1);
-    view.device_scale = th(2) > 0 ? th(2) : view.device_scale;
+    if (th(2) > 0) view.device_scale = view.head_device_scale = th(2);
     return;
   }
   // Start: a row is device-bound when its device time alone is most of what was measured.
@@ -126,7 +126,7 @@ void fit_recompute_share(const std::vector<const Row*>& rows, model::HardwareMod
   for (const Row* r : rows) {
     if (r->f.recompute_ops <= 0 || h1 <= 0) continue;
     double y = micro_batch_time(*r->m);
-    const double device = view.device_scale * device_time(*r, view);
+    const double device = device_time(*r, view);
     if (view.overlap == model::Overlap::sum) y -= device;  // host and device add: the rest is host
     else if (device > kHostBoundForRecomputeShare * y) continue;
     const double ordinary = mean_ops(*r) - r->f.recompute_ops;
@@ -263,6 +263,7 @@ model::StackTerms stack_terms_of(const model::HardwareModel& view, const model::
   t.saved_scale = view.memory.saved_scale;
   t.logits_scale = view.memory.logits_scale;
   t.workspace_bytes = view.memory.workspace_bytes;
+  t.reserved_scale = view.memory.reserved_scale;
   t.reserved_overhead_bytes = view.memory.reserved_overhead_bytes;
   t.reserved_activation_share = view.reserved_activation_share;
   t.reserved_logits_share = view.reserved_logits_share;

@@ -142,7 +142,11 @@ bool operator==(const CalibrationInfo& a, const CalibrationInfo& b) {
 }
 
 bool detail::writes_stack_terms(const model::StackTerms& t) {
-  return t.calibrated || t.source != model::StackTerms{}.source;
+  const model::StackTerms prior;
+  if (t.calibrated || t.source != prior.source) return true;
+  for (const model::StackTerm& k : model::stack_term_table())
+    if (t.*k.field != prior.*k.field) return true;
+  return false;
 }
 
 bool same_stack_terms(const model::StackTerms& a, const model::StackTerms& b) {

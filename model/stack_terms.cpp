@@ -21,6 +21,7 @@ const std::vector<StackTerm>& stack_term_table() {
       {"saved_scale", &StackTerms::saved_scale, false, "x the counted saved activations"},
       {"logits_scale", &StackTerms::logits_scale, false, "x the counted loss buffers"},
       {"workspace_bytes", &StackTerms::workspace_bytes, false, "allocator-visible constant"},
+      {"reserved_scale", &StackTerms::reserved_scale, true, "reserved per allocated byte (1: the slack terms carry it)"},
       {"reserved_overhead_bytes", &StackTerms::reserved_overhead_bytes, false, "reserved beyond allocated, constant"},
       {"reserved_activation_share", &StackTerms::reserved_activation_share, false,
        "allocator slack per byte of activations (allocated beyond the static memory)"},
@@ -54,7 +55,7 @@ HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
   m.memory.logits_scale = t.logits_scale;
   m.memory.attention_score_scale = 1.0;  // the stack's counts include eager attention's scores
   m.memory.workspace_bytes = t.workspace_bytes;
-  m.memory.reserved_scale = 1.0;
+  m.memory.reserved_scale = t.reserved_scale;
   m.memory.reserved_overhead_bytes = t.reserved_overhead_bytes;
   m.reserved_activation_share = t.reserved_activation_share;
   m.reserved_logits_share = t.reserved_logits_share;

@@ -40,6 +40,7 @@ struct StackTerms {
   // - static) + logits share x one half-precision logits tensor. Blocks freed between the
   // forward's and the backward's allocations leave gaps in proportion to the activations, and
   // the loss's vocabulary-sized transients leave their own.
+  double reserved_scale = 1.0;  ///< x allocated (1: the slack terms below carry it; an anchored fit may move it)
   double reserved_overhead_bytes = 5.66e7;
   double reserved_activation_share = 0.0;
   double reserved_logits_share = 1.19;
