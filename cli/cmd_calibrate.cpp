@@ -15,6 +15,7 @@
 #include "calibrate/precision.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/describe.h"
 #include "cli/device_profile.h"
 #include "cli/format.h"
 #include "cli/output_path.h"
@@ -202,13 +203,7 @@ int cmd_calibrate(const Args& args) {
   if (!save.empty()) calib::write_measurements_csv(res.measurements, save);
 
   std::cout << "\nfit residuals over " << res.fit.time_points << " runs (predicted vs measured):\n";
-  Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
-  for (const auto& r : res.fit.residuals)
-    t.add({r.label, human_seconds(r.predicted_step_time_s), human_seconds(r.measured_step_time_s),
-           fixed(100 * (r.predicted_step_time_s / r.measured_step_time_s - 1), 1) + "%",
-           human_bytes(r.predicted_reserved_bytes), human_bytes(r.measured_reserved_bytes),
-           fixed(100 * (r.predicted_reserved_bytes / r.measured_reserved_bytes - 1), 1) + "%"});
-  t.print(std::cout);
+  print_residuals(std::cout, res.fit.residuals);
   std::cout << "\nstep time: rms " << fixed(100 * res.fit.time_rms_rel, 1) << "%, max "
             << fixed(100 * res.fit.time_max_rel, 1) << "%; peak reserved: rms "
             << fixed(100 * res.fit.reserved_rms_rel, 1) << "%, max " << fixed(100 * res.fit.reserved_max_rel, 1)

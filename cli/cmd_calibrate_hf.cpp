@@ -14,6 +14,7 @@
 #include "calibrate/measurement_io.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
@@ -153,15 +154,7 @@ int cmd_calibrate_hf(const Args& args) {
   if (!save.empty()) calib::write_measurements_csv(rows, save);
 
   std::cout << "\nfit residuals over " << fit.time_points << " runs (predicted vs measured):\n";
-  Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
-  for (const auto& r : fit.residuals) {
-    const bool mem = calib::measured(r.measured_reserved_bytes);
-    t.add({r.label, human_seconds(r.predicted_step_time_s), human_seconds(r.measured_step_time_s),
-           fixed(100 * (r.predicted_step_time_s / r.measured_step_time_s - 1), 1) + "%",
-           human_bytes(r.predicted_reserved_bytes), mem ? human_bytes(r.measured_reserved_bytes) : "-",
-           mem ? fixed(100 * (r.predicted_reserved_bytes / r.measured_reserved_bytes - 1), 1) + "%" : "-"});
-  }
-  t.print(std::cout);
+  print_residuals(std::cout, fit.residuals);
   std::cout << "\nthe rows moved:\n";
   for (const auto& m : fit.moved) std::cout << "  " << m.name << " " << m.before << " -> " << m.after << "\n";
   std::cout << "\nstep time: rms " << fixed(100 * fit.time_rms_rel, 1) << "%, max " << fixed(100 * fit.time_max_rel, 1)

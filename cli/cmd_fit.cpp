@@ -10,6 +10,7 @@
 #include "calibrate/measurement_io.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
@@ -134,15 +135,7 @@ int cmd_fit(const Args& args) {
   if (!moved.empty()) profile.calibration.set("moved", moved);
   hw::write_profile_file(profile, out);
 
-  Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
-  for (const auto& r : rep.residuals) {
-    const bool mem = calib::measured(r.measured_reserved_bytes);
-    t.add({r.label, human_seconds(r.predicted_step_time_s), human_seconds(r.measured_step_time_s),
-           fixed(100 * (r.predicted_step_time_s / r.measured_step_time_s - 1), 1) + "%",
-           human_bytes(r.predicted_reserved_bytes), mem ? human_bytes(r.measured_reserved_bytes) : "-",
-           mem ? fixed(100 * (r.predicted_reserved_bytes / r.measured_reserved_bytes - 1), 1) + "%" : "-"});
-  }
-  t.print(std::cout);
+  print_residuals(std::cout, rep.residuals);
   std::cout << "\nfit over " << rep.time_points << " runs: step time rms " << fixed(100 * rep.time_rms_rel, 1)
             << "%, max " << fixed(100 * rep.time_max_rel, 1) << "%";
   if (rep.memory_points)

@@ -52,4 +52,16 @@ std::string profile_line(const hw::Profile& p) {
          p.source_text_name + ")";
 }
 
+void print_residuals(std::ostream& out, const std::vector<calib::Residual>& residuals) {
+  Table t({"run", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
+  for (const auto& r : residuals) {
+    const bool mem = calib::measured(r.measured_reserved_bytes);
+    t.add({r.label, human_seconds(r.predicted_step_time_s), human_seconds(r.measured_step_time_s),
+           fixed(100 * (r.predicted_step_time_s / r.measured_step_time_s - 1), 1) + "%",
+           human_bytes(r.predicted_reserved_bytes), mem ? human_bytes(r.measured_reserved_bytes) : "-",
+           mem ? fixed(100 * (r.predicted_reserved_bytes / r.measured_reserved_bytes - 1), 1) + "%" : "-"});
+  }
+  t.print(out);
+}
+
 }  // namespace lorasim::cli

@@ -3,6 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include <ostream>
+#include <vector>
+
+#include "calibrate/fit.h"
 #include "hwprofiles/profile.h"
 #include "model/workload.h"
 
@@ -17,5 +21,7 @@ nlohmann::json profile_json(const hw::Profile& p);
 std::string workload_line(const model::Workload& w);
 /// "NVIDIA H200 (calibrated, builtin:h200.toml)"
 std::string profile_line(const hw::Profile& p);
+/// A fit's residuals as a table: predicted vs measured step time and reserved memory per run.
+void print_residuals(std::ostream& out, const std::vector<calib::Residual>& residuals);
 
 }  // namespace lorasim::cli
