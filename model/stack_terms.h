@@ -4,7 +4,7 @@
 // different allocator slack, so its host, optimizer and memory terms are its own, fitted by
 // running the stack itself (`lorasim calibrate --stack hf-peft`). The defaults below are the
 // priors every profile without a [stack.hf-peft] table uses: the H200 calibration's values,
-// rounded (hwprofiles/h200.toml, bench/results/h200/hf-peft-run4), treated like the datasheet
+// rounded (hwprofiles/h200.toml, bench/results/h200/hf-peft-run5), treated like the datasheet
 // priors' device-independent constants: host dispatch is the CPU's, the memory terms are counts.
 #pragma once
 #include <string>
@@ -19,18 +19,18 @@ struct HardwareModel;
 
 struct StackTerms {
   // Host: the Python stack's dispatch, per micro-batch and per operator of model/hf_analytics.
-  double host_fixed_s = 2.1e-3;              ///< per micro-batch (data to device, Python loop, hooks)
-  double host_per_op_s = 2.17e-5;         ///< per dispatched operator (module calls included)
-  double recompute_host_share = 2.86;      ///< checkpointing's recomputed forward, relative
+  double host_fixed_s = 2.4e-3;              ///< per micro-batch (data to device, Python loop, hooks)
+  double host_per_op_s = 2.05e-5;         ///< per dispatched operator (module calls included)
+  double recompute_host_share = 1.59;      ///< checkpointing's recomputed forward, relative
   /// The device time of the stack's graph relative to the device's own terms evaluated on the
   /// stack's operators and bytes (extra casts, copies and kernels the counts miss).
-  double device_scale = 1.11;
+  double device_scale = 1.08;
   /// The same for the LM head and the loss over the vocabulary (the stack's fp32 upcast, its
   /// log-softmax and their gradients run as separate kernels of their own).
-  double head_device_scale = 0.77;
+  double head_device_scale = 0.76;
   // The optimizer: fused AdamW + gradient clipping (Trainer) or AdamW (a plain loop).
-  double optimizer_fixed_s = 7.5e-4;         ///< host, per step
-  double optimizer_per_tensor_s = 4.35e-5;    ///< host, per adapter tensor
+  double optimizer_fixed_s = 7.6e-4;         ///< host, per step
+  double optimizer_per_tensor_s = 3.96e-5;    ///< host, per adapter tensor
   // Memory: multipliers on the counted terms (1 = the count is right), a constant, and the
   // caching allocator's slack.
   double saved_scale = 1.0;

@@ -3,9 +3,11 @@
 # (no GPU needed): writes bench/results/hf-accuracy.md and hf-accuracy.json.
 #   bash bench/hf/accuracy.sh [path/to/lorasim]
 # Sets (bench/results/h200/hf-peft-run*/; every row below is held out of the fit it is scored on):
-#   A  run4, the lease whose calibration is the committed [stack.hf-peft]: probe-step and plain-loop
-#      rows (heldout-same-rows) and Trainer/SFTTrainer rows through LorasimCallback (trainer-rows)
-#   B  other leases against the committed profile: run2's 55 held-out rows, run3's Trainer rows
+#   A  run5, the lease whose calibration is the committed [stack.hf-peft]: 15 workloads through the
+#      probe's Trainer step and the plain loop (heldout-rows), and Trainer/SFTTrainer rows through
+#      LorasimCallback, a fresh model per split (trainer-rows)
+#   B  other leases against the committed profile: run2's and run4's probe rows, run3's and run4's
+#      Trainer rows (those reused a model across a cell's splits: see below)
 #   C  run2's held-out rows against run2's own calibration (lease A calibrated itself)
 #   D  `lorasim fit` of three runs of one workload (run2, qwen3-1.7b s512 1x8, 2x4, 8x1) on the
 #      builtin h200 profile, scored on run2's other workloads
@@ -27,25 +29,15 @@ score() {  # name profile rows...
   done
   python3 bench/hf/summarize.py --lorasim "$L" --profile "$prof" --title "$name" --markdown "$T/$name.md" "${js[@]}" > "$T/s/$name.json"
 }
-score "A1 same lease (run4): probe step and plain loop" $P $R/hf-peft-run4/heldout-same-rows.jsonl
-score "A2 same lease (run4): Trainer and SFTTrainer (LorasimCallback)" $P $R/hf-peft-run4/trainer-rows.jsonl
+score "A1 same lease (run5): probe step and plain loop, 15 workloads" $P $R/hf-peft-run5/heldout-rows.jsonl
+score "A2 same lease (run5): Trainer and SFTTrainer (LorasimCallback)" $P $R/hf-peft-run5/trainer-rows.jsonl
+score "B1 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
+score "B2 other lease (run4): probe step and plain loop, 4 workloads" $P $R/hf-peft-run4/heldout-same-rows.jsonl
 # trainer_runs.py of run3/run4 reused one model across a cell's splits; a model reused after a
 # Trainer has run holds memory of that run (bench/results/h200/hf-peft-run4/peak-snapshot.txt: a
 # fresh model's Trainer step peaks at the probe's to the MiB), so later splits' peaks are inflated.
-# A2f scores the first split of each model alone.
-python3 - $R/hf-peft-run4/trainer-rows.jsonl "$T/trainer-first.jsonl" <<'PY'
-import json, sys
-seen, out = set(), open(sys.argv[2], "w")
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    k = (r["model"], r["seq_len"], r["grad_ckpt"], r["lora_dropout"])
-    if k not in seen:
-        seen.add(k)
-        out.write(line)
-PY
-score "A2f same lease (run4): Trainer and SFTTrainer, first split of each model" $P "$T/trainer-first.jsonl"
-score "B1 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
-score "B2 other lease (run3): Trainer and SFTTrainer" $P $R/hf-peft-run3/trainer-rows.jsonl
+score "B3 other leases (run3, run4): Trainer and SFTTrainer, a model reused across splits" $P \
+  $R/hf-peft-run3/trainer-rows.jsonl $R/hf-peft-run4/trainer-rows.jsonl
 "$L" fit --measurements $R/hf-peft-run2/calib-rows.jsonl --gpu h200 --out "$T/run2.toml" > /dev/null
 score "C run2's rows against run2's own calibration" "$T/run2.toml" $R/hf-peft-run2/heldout-rows.jsonl
 # D: three splits of one workload refine the builtin profile; the other workloads are scored.
@@ -66,12 +58,12 @@ score "D fit of three runs of one workload (run2) on the builtin profile, other 
   echo "# hf-peft stack: accuracy on held-out H200 runs"
   echo
   echo "Produced by \`bash bench/hf/accuracy.sh\` ($(date -u +%Y-%m-%d), $(uname -m), lorasim $("$L" --version | head -1 | awk '{print $2}'))"
-  echo "from the committed rows in bench/results/h200/hf-peft-run2..4 and hwprofiles/h200.toml; the runs were"
+  echo "from the committed rows in bench/results/h200/hf-peft-run2..5 and hwprofiles/h200.toml; the runs were"
   echo "measured on NVIDIA H200 leases with torch 2.11, transformers 5.17, peft 0.21 (trl 1.16 for SFTTrainer)."
   echo "No row scored here was used to fit the profile it is scored against. Regimes: the profile's host/device"
   echo "ratio of the split (host-bound > 1.25, device-bound < 0.8)."
   echo
-  for f in "$T"/A1*.md "$T"/A2\ *.md "$T"/A2f*.md "$T"/B1*.md "$T"/B2*.md "$T"/C*.md "$T"/D*.md; do cat "$f"; done
+  for f in "$T"/A1*.md "$T"/A2*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/C*.md "$T"/D*.md; do cat "$f"; done
   echo "D's fit moved:"
   echo
   echo '```'
