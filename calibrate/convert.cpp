@@ -53,6 +53,7 @@ std::string stack_tag(const model::StackSpec& s) {
     t += buf;
   }
   if (s.autocast != d.autocast) t += s.autocast ? " autocast" : " no-autocast";
+  if (s.fused_lm_head) t += " fused-lm-head";
   if (s.allocator != d.allocator) t += std::string(" ") + model::allocator_name(s.allocator) + "-alloc";
   return t;
 }

@@ -25,7 +25,7 @@ const std::vector<std::string> kColumns = {
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
     "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
     // The training stack (model/stack.h); absent in files written before it was a column.
-    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop"};
+    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head"};
 const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
@@ -99,6 +99,7 @@ model::StackSpec stack_of(const std::function<std::string(const std::string&)>& 
   apply("lora_dropout", [&] { s.lora_dropout = to_number("lora_dropout", get("lora_dropout")); });
   apply("allocator", [&] { s.allocator = model::parse_allocator(get("allocator")); });
   apply("autocast", [&] { s.autocast = to_bool("autocast", get("autocast")); });
+  apply("fused_lm_head", [&] { s.fused_lm_head = to_bool("fused_lm_head", get("fused_lm_head")); });
   return s;
 }
 
@@ -337,7 +338,7 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     const model::StackSpec& st = m.workload.stack;
     out << ',' << model::stack_name(st.kind) << ',' << model::attn_impl_name(st.attn_impl) << ',' << st.lora_dropout
         << ',' << model::allocator_name(st.allocator) << ',' << (st.autocast ? "true" : "false") << ',' << m.loop
-        << '\n';
+        << ',' << (st.fused_lm_head ? "true" : "false") << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");
 }

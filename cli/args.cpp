@@ -44,7 +44,8 @@ void add_stack_options(po::options_description& desc, StackArgs& a) {
       ("attn-impl", po::value(&a.attn_impl), "hf-peft's attn_implementation: sdpa (default), eager, flash_attention_2")
       ("lora-dropout", po::value(&a.lora_dropout), "hf-peft's LoraConfig lora_dropout, in [0, 1); default 0")
       ("allocator", po::value(&a.allocator), "CUDA allocator: default or expandable (expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF); default: default for hf-peft, expandable for lorasim")
-      ("autocast", po::value(&a.autocast), "hf-peft's forward under torch.autocast: true (default; Trainer with bf16/fp16) or false (a plain loop on a half-precision model)");
+      ("autocast", po::value(&a.autocast), "hf-peft's forward under torch.autocast: true (default; Trainer with bf16/fp16) or false (a plain loop on a half-precision model)")
+      ("fused-lm-head", po::value(&a.fused_lm_head), "hf-peft's loss through TRL's fused LM head: true (SFTTrainer's default in TRL 1.x) or false (default: Transformers' loss over the full logits)");
 }
 
 model::StackSpec build_stack(const StackArgs& a) {
@@ -74,6 +75,11 @@ model::StackSpec build_stack(const StackArgs& a) {
     if (*a.autocast != "true" && *a.autocast != "false")
       throw InputError("--autocast must be true or false, got '" + *a.autocast + "'");
     s.autocast = *a.autocast == "true";
+  });
+  apply("--fused-lm-head", a.fused_lm_head, [&] {
+    if (*a.fused_lm_head != "true" && *a.fused_lm_head != "false")
+      throw InputError("--fused-lm-head must be true or false, got '" + *a.fused_lm_head + "'");
+    s.fused_lm_head = *a.fused_lm_head == "true";
   });
   return s;
 }

@@ -25,6 +25,7 @@ struct StackArgs {
   boost::optional<std::string> lora_dropout; ///< PEFT's lora_dropout, [0, 1)
   boost::optional<std::string> allocator;    ///< default or expandable
   boost::optional<std::string> autocast;     ///< true or false
+  boost::optional<std::string> fused_lm_head;  ///< true or false
 };
 /// --stack, --attn-impl, --lora-dropout, --allocator, --autocast.
 void add_stack_options(po::options_description& desc, StackArgs& args);

@@ -10,7 +10,8 @@ nlohmann::json stack_json(const model::StackSpec& s) {
           {"attn_impl", model::attn_impl_name(s.attn_impl)},
           {"lora_dropout", s.lora_dropout},
           {"allocator", model::allocator_name(s.allocator)},
-          {"autocast", s.autocast}};
+          {"autocast", s.autocast},
+          {"fused_lm_head", s.fused_lm_head}};
 }
 
 nlohmann::json workload_json(const model::Workload& w) {

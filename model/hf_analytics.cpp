@@ -86,21 +86,25 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   const double L = static_cast<double>(a.num_layers), h = static_cast<double>(a.hidden_size);
   const double V = static_cast<double>(a.vocab_size);
   const double block = hf_block_saved_per_token(w, false);
-  // The final norm and the loss's saved tensors: log-softmax's fp32 output and int64 labels.
-  const double outer = (4 * h + 4) + 4 * V + 8;
+  // The final norm and the loss's saved tensors: log-softmax's fp32 output and int64 labels. TRL's
+  // fused LM head instead keeps the head's input (the final norm's output) and per-token fp32
+  // log-probs; its vocabulary-sized tiles are freed tile by tile.
+  const bool fused = w.stack.fused_lm_head;
+  const double outer = fused ? (4 * h + 4) + h * e + 4 + 8 : (4 * h + 4) + 4 * V + 8;
   ActivationMemory m;
   if (w.train.grad_ckpt) {
     // Non-reentrant checkpointing keeps each block's input; one block is rebuilt at a time in
     // the backward, with its gradient buffers, after the loss's buffers are gone (which frees
     // the log-softmax output the saved bytes include).
     m.saved_bytes = n * (L * h * e + outer);
-    m.recompute_bytes = std::max(1.0, n * (block + 2 * h * e - 4 * V));
+    m.recompute_bytes = std::max(1.0, n * (block + 2 * h * e - (fused ? 0.0 : 4 * V)));
   } else {
     m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
   }
-  // The start of the backward: nll_loss's gradient and log-softmax's input gradient, fp32.
-  m.logits_bytes = n * V * 8;
-  m.logits_buffer_bytes = n * V * e;
+  // The start of the backward: nll_loss's gradient and log-softmax's input gradient, fp32 (the
+  // fused head: the gradient of its input, fp32, while its tiles come and go).
+  m.logits_bytes = fused ? n * h * 4 : n * V * 8;
+  m.logits_buffer_bytes = fused ? n * h * e : n * V * e;
   return m;
 }
 
@@ -155,7 +159,9 @@ double hf_loss_bytes(const Workload& w, int64_t micro_batch) {
   const double e = static_cast<double>(bytes_per_element(w.train.precision));
   const double n = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
   // Upcast (read e, write 4), log-softmax (read 4, write 4), nll (read 4); backward: nll's
-  // gradient (write 4), log-softmax's (read 8, write 4), the cast back (read 4, write e).
+  // gradient (write 4), log-softmax's (read 8, write 4), the cast back (read 4, write e). The
+  // fused head keeps its tiles on chip: only the head's input and output per token move.
+  if (w.stack.fused_lm_head) return n * static_cast<double>(w.arch.hidden_size) * 4 * e;
   return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36);
 }
 

@@ -26,6 +26,8 @@ void StackSpec::validate() const {
       throw InputError("the lorasim stack has no LoRA dropout: use --stack hf-peft to model dropout");
     if (autocast)
       throw InputError("the lorasim stack runs without autocast: use --stack hf-peft to model autocast");
+    if (fused_lm_head)
+      throw InputError("the lorasim stack has no fused LM head: use --stack hf-peft to model TRL's");
     if (attn_impl != AttnImpl::sdpa)
       throw InputError(std::string("the lorasim stack has one attention implementation (sdpa), not ") +
                        attn_impl_name(attn_impl) + ": use --stack hf-peft");
@@ -37,7 +39,8 @@ std::string StackSpec::describe() const {
   char dropout[32];
   std::snprintf(dropout, sizeof dropout, "%g", lora_dropout);
   return std::string(stack_name(kind)) + " (" + attn_impl_name(attn_impl) + ", dropout " + dropout + ", " +
-         (autocast ? "autocast" : "no autocast") + ", " + allocator_name(allocator) + " allocator)";
+         (autocast ? "autocast" : "no autocast") + ", " + allocator_name(allocator) + " allocator" +
+         (fused_lm_head ? ", fused LM head" : "") + ")";
 }
 
 const char* stack_name(StackKind k) { return k == StackKind::lorasim ? "lorasim" : "hf-peft"; }

@@ -27,6 +27,10 @@ struct StackSpec {
   double lora_dropout = 0.0;        ///< PEFT LoraConfig.lora_dropout; > 0 keeps a dropped input copy
   AllocatorMode allocator = AllocatorMode::default_segments;
   bool autocast = true;             ///< the forward runs under torch.autocast (Trainer with bf16/fp16)
+  /// The loss through TRL's fused LM head (SFTTrainer's default in TRL 1.x): per-token log-probs
+  /// computed in tiles, never the (batch, seq, vocab) logits; false: Transformers' loss over
+  /// the full fp32 logits (Trainer, a plain loop).
+  bool fused_lm_head = false;
 
   /// What lorasim's LibTorch runner is: it has no dropout, no autocast, SDPA where LibTorch has
   /// it, and it runs with expandable segments.

@@ -29,15 +29,30 @@ score() {  # name profile rows...
   done
   python3 bench/hf/summarize.py --lorasim "$L" --profile "$prof" --title "$name" --markdown "$T/$name.md" "${js[@]}" > "$T/s/$name.json"
 }
+# The SFTTrainer rows (trainer_runs.py's one SFTTrainer cell: qwen3-1.7b, 1024 tokens, 4 x 2,
+# dropout 0.05) were written before LorasimCallback recorded TRL's fused LM head, which
+# SFTTrainer (TRL 1.16) always installs; mark them so, as the callback now does itself.
+for run in 3 4 5; do
+  python3 - $R/hf-peft-run$run/trainer-rows.jsonl "$T/trainer-run$run.jsonl" <<'PY'
+import json, sys
+out = open(sys.argv[2], "w")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    sft = (r["model"], r["seq_len"], r["micro_batch"], r["accumulation"], r["lora_dropout"]) == ("qwen3-1.7b", 1024, 4, 2, 0.05)
+    if sft:
+        r.setdefault("fused_lm_head", True)
+    out.write(json.dumps(r) + "\n")
+PY
+done
 score "A1 same lease (run5): probe step and plain loop, 15 workloads" $P $R/hf-peft-run5/heldout-rows.jsonl
-score "A2 same lease (run5): Trainer and SFTTrainer (LorasimCallback)" $P $R/hf-peft-run5/trainer-rows.jsonl
+score "A2 same lease (run5): Trainer and SFTTrainer (LorasimCallback)" $P "$T/trainer-run5.jsonl"
 score "B1 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
 score "B2 other lease (run4): probe step and plain loop, 4 workloads" $P $R/hf-peft-run4/heldout-same-rows.jsonl
 # trainer_runs.py of run3/run4 reused one model across a cell's splits; a model reused after a
 # Trainer has run holds memory of that run (bench/results/h200/hf-peft-run4/peak-snapshot.txt: a
 # fresh model's Trainer step peaks at the probe's to the MiB), so later splits' peaks are inflated.
 score "B3 other leases (run3, run4): Trainer and SFTTrainer, a model reused across splits" $P \
-  $R/hf-peft-run3/trainer-rows.jsonl $R/hf-peft-run4/trainer-rows.jsonl
+  "$T/trainer-run3.jsonl" "$T/trainer-run4.jsonl"
 "$L" fit --measurements $R/hf-peft-run2/calib-rows.jsonl --gpu h200 --out "$T/run2.toml" > /dev/null
 score "C run2's rows against run2's own calibration" "$T/run2.toml" $R/hf-peft-run2/heldout-rows.jsonl
 # D: three splits of one workload refine the builtin profile; the other workloads are scored.

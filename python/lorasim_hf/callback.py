@@ -78,6 +78,14 @@ def lora_columns(model):
     return row
 
 
+def fused_lm_head(model):
+    """Whether TRL's fused LM head drives the loss: SFTTrainer (TRL 1.x) patches the base model's
+    forward with one that computes per-token log-probs in tiles, never the full logits."""
+    forward = getattr(_base_model(model), "forward", None)
+    code = getattr(getattr(forward, "__func__", forward), "__code__", None)
+    return getattr(code, "co_name", "") == "_fused_forward"
+
+
 def model_precision(model):
     """bf16/fp16/fp32 of the frozen weights (PEFT keeps adapters in fp32 under a half-precision model)."""
     params = list(model.parameters())
@@ -200,7 +208,8 @@ class LorasimCallback(_transformers.TrainerCallback):
                "accumulation": int(args.gradient_accumulation_steps),
                "grad_ckpt": bool(args.gradient_checkpointing or getattr(base, "is_gradient_checkpointing", False)),
                "precision": model_precision(model), "autocast": bool(args.bf16 or args.fp16),
-               "allocator": allocator_from_env(), "stack": "hf-peft", "loop": "trainer"}
+               "allocator": allocator_from_env(), "stack": "hf-peft", "loop": "trainer",
+               "fused_lm_head": fused_lm_head(model)}
         row["seq_len"] = round(statistics.mean(self._lens))
         row.update(lora_columns(model))
         attn = getattr(config, "_attn_implementation", None)

@@ -59,19 +59,19 @@ def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, l
 
 def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, lora_rank=None,
                        lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
-                       lora_dropout=None, allocator=None, autocast=None, memory_limit=None, safety_margin=None,
-                       lorasim=None):
+                       lora_dropout=None, allocator=None, autocast=None, fused_lm_head=None, memory_limit=None,
+                       safety_margin=None, lorasim=None):
     """{"per_device_train_batch_size": b, "gradient_accumulation_steps": a}: lorasim's fastest split that fits.
 
     `model` is a preset name (`lorasim models`) or a config.json path; options left at None
-    are not passed (lorasim's defaults apply). Raises LorasimError when the binary is missing,
+    are not passed (lorasim's defaults apply). With TRL's SFTTrainer pass fused_lm_head=True. Raises LorasimError when the binary is missing,
     fails, or no split fits.
     """
     cmd = recommend_command(model, effective_batch, seq_len, gpu=gpu, profile=profile, lorasim=lorasim,
                             grad_ckpt=grad_ckpt, lora_rank=lora_rank, lora_alpha=lora_alpha,
                             lora_targets=lora_targets, precision=precision, stack=stack, attn_impl=attn_impl,
                             lora_dropout=lora_dropout, allocator=allocator, autocast=autocast,
-                            memory_limit=memory_limit, safety_margin=safety_margin)
+                            fused_lm_head=fused_lm_head, memory_limit=memory_limit, safety_margin=safety_margin)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as e:

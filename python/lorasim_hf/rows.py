@@ -14,14 +14,14 @@ COLUMNS = (
     "model", "num_layers", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
     "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
-    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop",
+    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
 )
 REQUIRED = ("model", "seq_len", "micro_batch")
 _INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "peak_allocated_bytes",
          "peak_reserved_bytes"}
 _FLOATS = {"lora_alpha", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s", "optimizer_time_s",
            "lora_dropout"}
-_BOOLS = {"grad_ckpt", "oom", "autocast"}
+_BOOLS = {"grad_ckpt", "oom", "autocast", "fused_lm_head"}
 _CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim"),
             "attn_impl": ("sdpa", "eager", "flash_attention_2"), "allocator": ("default", "expandable"),
             "loop": ("trainer", "plain", "probe")}

@@ -126,21 +126,21 @@ struct TempDir {
 TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
   TempDir dir;
   std::vector<Measurement> rows = parse_measurements(
-      kHeader + ",stack,attn_impl,lora_dropout,allocator,autocast,loop\n"
-                "tiny,128,2,0.5,hf-peft,flash_attention_2,0.05,expandable,false,trainer\n"
-                "tiny,128,4,0.7,hf-peft,,,,,\n"
-                "tiny,128,8,0.9,lorasim,,,,,\n",
+      kHeader + ",stack,attn_impl,lora_dropout,allocator,autocast,loop,fused_lm_head\n"
+                "tiny,128,2,0.5,hf-peft,flash_attention_2,0.05,expandable,false,trainer,true\n"
+                "tiny,128,4,0.7,hf-peft,,,,,,\n"
+                "tiny,128,8,0.9,lorasim,,,,,,\n",
       "csv", "m.csv");
   write_measurements_csv(rows, dir / "runs.csv");
   std::ifstream in(dir / "runs.csv");
   std::string header;
   std::getline(in, header);
-  const std::string tail = ",stack,attn_impl,lora_dropout,allocator,autocast,loop";
+  const std::string tail = ",stack,attn_impl,lora_dropout,allocator,autocast,loop,fused_lm_head";
   ASSERT_GE(header.size(), tail.size());
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   std::string first;
   std::getline(in, first);
-  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer";
+  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true";
   ASSERT_GE(first.size(), cells.size());
   EXPECT_EQ(first.substr(first.size() - cells.size()), cells);
   const auto back = load_measurements(dir / "runs.csv");
@@ -152,6 +152,7 @@ TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
     EXPECT_EQ(a.lora_dropout, b.lora_dropout) << i;
     EXPECT_EQ(a.allocator, b.allocator) << i;
     EXPECT_EQ(a.autocast, b.autocast) << i;
+    EXPECT_EQ(a.fused_lm_head, b.fused_lm_head) << i;
     EXPECT_EQ(rows[i].loop, back[i].loop) << i;
   }
   EXPECT_EQ(back[0].workload.stack.lora_dropout, 0.05);

@@ -22,7 +22,7 @@ std::vector<std::string> with(std::vector<std::string> base, std::initializer_li
 
 TEST(StackFlagsTest, SimulateAndRecommendDefaultToHfPeftWithItsDefaults) {
   const json want = {{"kind", "hf-peft"}, {"attn_impl", "sdpa"}, {"lora_dropout", 0.0},
-                     {"allocator", "default"}, {"autocast", true}};
+                     {"allocator", "default"}, {"autocast", true}, {"fused_lm_head", false}};
   EXPECT_EQ(ok_json(with(kSimulate, {"--format", "json"}))["workload"]["stack"], want);
   std::vector<std::string> rec = kSimulate;
   rec[0] = "recommend";
@@ -31,13 +31,14 @@ TEST(StackFlagsTest, SimulateAndRecommendDefaultToHfPeftWithItsDefaults) {
 
 TEST(StackFlagsTest, EveryFlagReachesTheWorkload) {
   const json j = ok_json(with(kSimulate, {"--stack", "hf-peft", "--attn-impl", "eager", "--lora-dropout", "0.05",
-                                          "--allocator", "expandable", "--autocast", "false", "--format", "json"}));
+                                          "--allocator", "expandable", "--autocast", "false", "--fused-lm-head", "true",
+                                          "--format", "json"}));
   EXPECT_EQ(j["workload"]["stack"], (json{{"kind", "hf-peft"}, {"attn_impl", "eager"}, {"lora_dropout", 0.05},
-                                         {"allocator", "expandable"}, {"autocast", false}}));
+                                         {"allocator", "expandable"}, {"autocast", false}, {"fused_lm_head", true}}));
   // --stack lorasim alone is the runner as it runs: no dropout, no autocast, expandable segments.
   EXPECT_EQ(ok_json(with(kSimulate, {"--stack", "lorasim", "--format", "json"}))["workload"]["stack"],
             (json{{"kind", "lorasim"}, {"attn_impl", "sdpa"}, {"lora_dropout", 0.0}, {"allocator", "expandable"},
-                  {"autocast", false}}));
+                  {"autocast", false}, {"fused_lm_head", false}}));
   EXPECT_EQ(ok_json(with(kSimulate, {"--stack", "lorasim", "--allocator", "default", "--format", "json"}))
                 ["workload"]["stack"]["allocator"],
             "default");

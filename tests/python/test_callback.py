@@ -50,7 +50,7 @@ def test_row_from_a_trainer_run(tmp_path, torch):
     assert row == {"seq_len": 16, "micro_batch": 2, "accumulation": 2, "grad_ckpt": True, "lora_rank": 4,
                    "lora_alpha": 8.0, "lora_targets": "q;v", "precision": "fp32", "oom": False, "stack": "hf-peft",
                    "attn_impl": "sdpa", "lora_dropout": 0.05, "allocator": "default", "autocast": False,
-                   "loop": "trainer"}
+                   "loop": "trainer", "fused_lm_head": False}
     lorasim_validate(str(path))
 
 
@@ -90,3 +90,16 @@ def test_training_is_unchanged(tmp_path, torch):
     plain = adapters(TrainerCallback(), "b")
     assert watched.keys() == plain.keys()
     assert all(torch.equal(watched[n], plain[n]) for n in plain)
+
+
+def test_fused_lm_head_is_recognised_by_trls_patched_forward(torch):
+    from lorasim_hf.callback import fused_lm_head
+    import types
+    import transformers
+    model = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**{k: v for k, v in LLAMA.items() if k != "model_type"}))
+    assert fused_lm_head(model) is False
+
+    def _fused_forward(self, *args, fused_lm_head=False, **kwargs):  # the name TRL's add_fused_lm_head gives it
+        return None
+    model.forward = types.MethodType(_fused_forward, model)
+    assert fused_lm_head(model) is True
