@@ -42,11 +42,8 @@ DeviceParts device_parts(const Row& r, const model::HardwareModel& view) {
   model::HardwareModel hw = view;
   hw.device_scale = hw.head_device_scale = 1.0;
   const model::Precision p = r.m->workload.train.precision;
-  const double rate_scale = p == hw.coefficients_precision || hw.peak_tflops(hw.coefficients_precision) <= 0
-                                ? 1.0
-                                : hw.peak_tflops(p) / hw.peak_tflops(hw.coefficients_precision);
   const double all = model::micro_batch_time(r.f, hw, p).device_s;
-  const double head = model::head_device_s(r.f, hw, rate_scale);
+  const double head = model::head_device_s(r.f, hw, model::rate_scale(hw, p));
   return {all - head, head};
 }
 double device_time(const Row& r, const model::HardwareModel& view) { return device_parts(r, view).scaled(view); }
@@ -133,8 +130,7 @@ void fit_recompute_share(const std::vector<const Row*>& rows, model::HardwareMod
     shares.push_back((y - h0 - h1 * ordinary) / (h1 * r->f.recompute_ops));
   }
   if (shares.empty()) return;
-  std::sort(shares.begin(), shares.end());
-  view.time.recompute_host_share = std::clamp(shares[shares.size() / 2], 0.0, kMaxStackRecomputeHostShare);
+  view.time.recompute_host_share = std::clamp(median(shares), 0.0, kMaxStackRecomputeHostShare);
 }
 
 void fit_optimizer_host(const std::vector<const Row*>& rows, model::HardwareModel& view) {

@@ -64,13 +64,6 @@ void with_flag(const std::string& flag, F f) {
   }
 }
 
-std::string today() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
@@ -177,7 +170,7 @@ int cmd_calibrate(const Args& args) {
   // ...) describes other runs.
   profile.calibration = {};
   auto& c = profile.calibration;
-  c.set("date", today());
+  c.set("date", utc_timestamp());
   c.set("device", dev.name);
   c.set("device_spec", dev.spec);
   c.set("driver_version", dev.driver_version);

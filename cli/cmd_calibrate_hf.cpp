@@ -26,13 +26,6 @@
 namespace lorasim::cli {
 namespace {
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 // A private directory for the probe's plan files, removed however the calibration ends.
 struct WorkDir {
   std::filesystem::path path;
@@ -143,8 +136,8 @@ int cmd_calibrate_hf(const Args& args) {
   profile.hw = fit.hardware;
   model::StackTerms& terms = profile.hw.hf_peft;
   calib::set_expected_errors(profile.hw, fit);
-  terms.source = "lorasim calibrate --stack hf-peft, " + utc_now();
-  profile.calibration.set("hf_peft_date", utc_now());
+  terms.source = "lorasim calibrate --stack hf-peft, " + utc_timestamp();
+  profile.calibration.set("hf_peft_date", utc_timestamp());
   profile.calibration.set("hf_peft_runs", static_cast<int64_t>(rows.size()));
   profile.calibration.set("hf_peft_duration_s", duration_s);
   profile.calibration.set("hf_peft_reference_model", opt.reference.arch.name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 namespace lorasim::cli {
 
@@ -52,6 +53,13 @@ void Table::print(std::ostream& out) const {
   };
   line(header_);
   for (const auto& r : rows_) line(r);
+}
+
+std::string utc_timestamp() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
 }
 
 }  // namespace lorasim::cli

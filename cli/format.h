@@ -7,6 +7,7 @@
 namespace lorasim::cli {
 
 std::string human_bytes(double bytes);       ///< "3.42 GiB"
+std::string utc_timestamp();                 ///< now, "2026-12-01T14:55:51Z" (ISO 8601, UTC)
 std::string human_seconds(double seconds);   ///< "12.3 us", "12.3 ms", "4.56 s", "4.5 min", "2.06 h"
 std::string human_count(double n);           ///< "1.72 B", "17.4 M"
 std::string fixed(double v, int decimals);   ///< printf("%.*f")

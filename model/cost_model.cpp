@@ -47,6 +47,14 @@ double combine(double host_s, double device_s, double host_ops, const HardwareMo
 
 }  // namespace
 
+double rate_scale(const HardwareModel& hw, Precision p) {
+  // Rates were fitted in one precision; another precision scales them by the datasheet
+  // ratio (an extrapolation: the output says so when it happens).
+  if (p == hw.coefficients_precision) return 1.0;
+  const double from = hw.peak_tflops(hw.coefficients_precision), to = hw.peak_tflops(p);
+  return from > 0 && to > 0 ? to / from : 1.0;
+}
+
 double head_device_s(const Features& f, const HardwareModel& hw, double rate_scale) {
   static const Coefficient* head = find_coefficient("head_tflops");
   static const Coefficient* loss = find_coefficient("loss_gbps");
@@ -54,13 +62,7 @@ double head_device_s(const Features& f, const HardwareModel& hw, double rate_sca
 }
 
 MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p) {
-  // Rates were fitted in one precision; another precision scales them by the datasheet
-  // ratio (an extrapolation: the output says so when it happens).
-  double rate_scale = 1.0;
-  if (p != hw.coefficients_precision) {
-    const double from = hw.peak_tflops(hw.coefficients_precision), to = hw.peak_tflops(p);
-    if (from > 0 && to > 0) rate_scale = to / from;
-  }
+  const double rate_scale = model::rate_scale(hw, p);
   MicroBatchTime t;
   t.host_s = sum_terms(Term::host, f, hw);
   t.device_s = sum_terms(Term::device, f, hw, rate_scale) + sum_terms(Term::device_traffic, f, hw) +

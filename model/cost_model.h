@@ -42,6 +42,9 @@ struct MemoryEstimate {
   double worst_reserved_bytes = 0;
 };
 
+/// The factor on FLOP rates for a workload in `p` when the rates were fitted in another
+/// precision: the datasheet peak ratio (1 when either peak is unknown).
+double rate_scale(const HardwareModel& hw, Precision p);
 /// Device time of the LM head and the loss over the vocabulary (part of micro_batch_time's).
 double head_device_s(const Features& f, const HardwareModel& hw, double rate_scale = 1.0);
 /// Time of one micro-batch from its features.

@@ -171,10 +171,11 @@ TEST(FitStackTest, ThreeRowsOfOneWorkloadAnchorWithoutDegenerateTerms) {
   // 30% slower, the device runs 10% faster; the counted memory and the allocator are the same.
   const model::HardwareModel base = h200();
   model::HardwareModel truth = base;
-  model::StackTerms& t = truth.hf_peft;
-  for (double* v : {&t.host_fixed_s, &t.host_per_op_s, &t.optimizer_fixed_s, &t.optimizer_per_tensor_s}) *v *= 1.3;
-  t.device_scale *= 0.9;
-  t.head_device_scale *= 0.9;
+  model::StackTerms& slower = truth.hf_peft;
+  for (double* v : {&slower.host_fixed_s, &slower.host_per_op_s, &slower.optimizer_fixed_s, &slower.optimizer_per_tensor_s})
+    *v *= 1.3;
+  slower.device_scale *= 0.9;
+  slower.head_device_scale *= 0.9;
   std::vector<Measurement> rows;
   for (auto [b, a] : {std::pair<int64_t, int64_t>{1, 16}, {4, 4}, {16, 1}}) {
     Measurement m;
