@@ -49,7 +49,8 @@ void usage(std::ostream& out) {
   out << "usage: lorasim <command> [options]   (lorasim <command> --help for its options)\n\n"
          "lorasim predicts step time and peak memory of LoRA fine-tuning for every split of an\n"
          "effective batch into micro-batch x gradient accumulation, and recommends the fastest\n"
-         "split that fits on the GPU.\n\ncommands:\n";
+         "split that fits on the GPU -- for the program you train with: Hugging Face Trainer /\n"
+         "TRL SFTTrainer + PEFT (--stack hf-peft, the default) or lorasim's LibTorch runner.\n\ncommands:\n";
   for (const auto& c : kCommands) {
     std::string n = c.name;
     out << "  " << n << std::string(12 - n.size(), ' ') << c.summary << "\n";
@@ -57,6 +58,8 @@ void usage(std::ostream& out) {
   out << "\nexamples:\n"
          "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
          "  lorasim simulate --gpu h200 --model qwen3-8b --effective-batch 64 --seq-len 2048 --grad-ckpt\n"
+         "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --fused-lm-head true   # TRL SFTTrainer\n"
+         "  lorasim calibrate --stack hf-peft --gpu h200 --out h200-hf.toml   # your Transformers + PEFT\n"
          "  lorasim profiles\n";
 }
 
