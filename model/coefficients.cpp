@@ -42,10 +42,23 @@ double Coefficient::term_value(const Features& f, const HardwareModel& hw, doubl
   return 0;
 }
 
+namespace {
+// Each sum's entries, in table order: every prediction evaluates the sums per split, and
+// walking the whole table for each was most of a split's cost.
+const std::vector<const Coefficient*>& terms_of(Term term) {
+  static const std::vector<std::vector<const Coefficient*>> by_term = [] {
+    std::vector<std::vector<const Coefficient*>> v(static_cast<size_t>(Term::limit) + 1);
+    for (const Coefficient& c : coefficient_table())
+      if (c.form != Form::ratio) v[static_cast<size_t>(c.term)].push_back(&c);
+    return v;
+  }();
+  return by_term[static_cast<size_t>(term)];
+}
+}  // namespace
+
 double sum_terms(Term term, const Features& f, const HardwareModel& hw, double rate_scale) {
   double s = 0;
-  for (const Coefficient& c : coefficient_table())
-    if (c.term == term && c.form != Form::ratio) s += c.term_value(f, hw, rate_scale);
+  for (const Coefficient* c : terms_of(term)) s += c->term_value(f, hw, rate_scale);
   return s;
 }
 
