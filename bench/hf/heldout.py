@@ -71,7 +71,7 @@ def run_probe_cells(args, out):
     probe = Probe(device, args.allocator)
     torch = probe.torch
     t0 = time.perf_counter()
-    cells = CELLS[args.allocator]
+    cells = CELLS[args.cell_list or args.allocator]
     if args.cells:
         cells = [cells[int(i)] for i in args.cells.split(",")]
     if args.smoke:
@@ -119,6 +119,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--out", required=True, help="JSON Lines file to append rows to")
     ap.add_argument("--cells", help="comma list of cell indices of the allocator's list (default: all, in order)")
+    ap.add_argument("--cell-list", choices=sorted(CELLS),
+                    help="the list --cells indexes (default: the allocator's own): the same cells in both allocators")
     ap.add_argument("--smoke", action="store_true", help="a tiny model on the CPU: checks the script, measures nothing")
     args = ap.parse_args()
     with open(args.out, "a") as out:

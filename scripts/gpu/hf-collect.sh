@@ -6,6 +6,8 @@
 #   calibhf  `lorasim calibrate --stack hf-peft --gpu h200` end to end (needs build), timed
 #   saved    bench/hf/saved_tensors_gpu.sh (saved-tensor bytes per module), tarred
 #   heldout  bench/hf/heldout.py, both allocators (probe step: Trainer's and the plain loop)
+#   heldout-default, heldout-expandable  one allocator's half of it
+#   allocab  two held-out cells in alternating default/expandable processes, twice (allocator cost)
 #   trainer  bench/hf/trainer_runs.py --sft (a real Trainer and SFTTrainer with LorasimCallback)
 # Wheels the machine lacks (trl and its needs) travel in .whl/ (README of the device tool).
 set -uo pipefail
@@ -40,12 +42,30 @@ for s in $STAGES; do
       stage saved
       LIMIT_S=${SAVED_LIMIT_S:-80} timeout 150 bash bench/hf/saved_tensors_gpu.sh /tmp/hf-saved > "$OUT/saved.log" 2>&1
       tar czf "$OUT/saved-tensors.tgz" -C /tmp hf-saved ;;
+    heldout-expandable)
+      stage heldout-expandable
+      timeout ${HELDOUT_EXP_S:-230} python3 bench/hf/heldout.py --allocator expandable --budget-s ${HELDOUT_EXP_BUDGET:-160} \
+        --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log" ;;
+    heldout-default)
+      stage heldout-default
+      timeout ${HELDOUT_DEF_S:-120} python3 bench/hf/heldout.py --allocator default --budget-s ${HELDOUT_DEF_BUDGET:-70} \
+        --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log" ;;
     heldout)
       stage heldout
       timeout ${HELDOUT_EXP_S:-230} python3 bench/hf/heldout.py --allocator expandable --budget-s ${HELDOUT_EXP_BUDGET:-160} \
         --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log"
       timeout ${HELDOUT_DEF_S:-120} python3 bench/hf/heldout.py --allocator default --budget-s ${HELDOUT_DEF_BUDGET:-70} \
         --out "$OUT/heldout-rows.jsonl" 2>> "$OUT/heldout.log" ;;
+    allocab)
+      # The allocator's own cost: the same cells in alternating processes, default and
+      # expandable, so that the lease's drift over minutes shows as the rounds' difference.
+      stage allocab
+      for round in 1 2; do
+        for a in default expandable; do
+          timeout 120 python3 bench/hf/heldout.py --allocator $a --cell-list default --cells ${ALLOCAB_CELLS:-0,3} \
+            --budget-s 90 --out "$OUT/allocab-rows.jsonl" 2>> "$OUT/allocab.log"
+        done
+      done ;;
     heldout-same)
       # A few held-out cells on the lease that calibrated (host speed drifts between leases).
       stage heldout-same
