@@ -91,14 +91,17 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
   const int64_t deeper = std::min<int64_t>(12, ref.num_layers);
   p.add(ref, deeper, 1024, 8);
   p.add(ref, deeper, 2048, 4).planned.workload.train.grad_ckpt = true;
-  // Full depth, device-bound, with and without checkpointing: a few layers weigh the LM head
-  // and loss as much as the blocks, so the blocks' device scale and the recomputing forward's
-  // cost need runs shaped like the training they predict. A GPU too small for them runs out
-  // of memory there, and the fit goes on without them.
-  if (ref.num_layers > deeper) {
-    p.add(ref, ref.num_layers, 1024, 8);
-    p.add(ref, ref.num_layers, 2048, 4).planned.workload.train.grad_ckpt = true;
-  }
+  // Full depth, with and without checkpointing, device-bound and host-bound: a few layers weigh
+  // the LM head and loss as much as the blocks, so the blocks' device scale, the host's cost
+  // per operator and the recomputing forward's need runs shaped like the training they predict.
+  // A GPU too small for the device-bound ones runs out of memory there, and the fit goes on
+  // without them.
+  if (ref.num_layers > deeper)
+    for (bool ckpt : {false, true}) {
+      p.add(ref, ref.num_layers, 512, 1).planned.workload.train.grad_ckpt = ckpt;
+      if (ckpt) p.add(ref, ref.num_layers, 2048, 4).planned.workload.train.grad_ckpt = true;
+      else p.add(ref, ref.num_layers, 1024, 8);
+    }
   // A narrower model: memory-bound and per-kernel costs weigh more at smaller widths.
   const std::string narrow = opt.narrow_model == "auto" ? "qwen2.5-0.5b" : opt.narrow_model;
   if (narrow != "none" && narrow != ref.name) {

@@ -71,14 +71,17 @@ TEST(HfPlanTest, CudaPlanSeparatesWhatTheStackAdds) {
         << model::allocator_name(a);
   EXPECT_GE(count_runs(plan, [&](const Measurement& m) { return m.workload.arch.hidden_size < ref.arch.hidden_size; }),
             1u);
-  // Runs at the reference's full depth, with and without checkpointing (the blocks' device scale).
+  // Runs at the reference's full depth, with and without checkpointing, at one sequence (the
+  // host's side) and at thousands of tokens (the device's side).
   for (bool ckpt : {false, true})
-    EXPECT_EQ(count_runs(plan,
-                         [&](const Measurement& m) {
-                           return m.workload.arch.num_layers == ref.arch.num_layers && m.workload.train.grad_ckpt == ckpt;
-                         }),
-              1u)
-        << "checkpointing " << ckpt;
+    for (bool one : {true, false})
+      EXPECT_EQ(count_runs(plan,
+                           [&](const Measurement& m) {
+                             return m.workload.arch.num_layers == ref.arch.num_layers &&
+                                    m.workload.train.grad_ckpt == ckpt && (m.micro_batch == 1) == one;
+                           }),
+                1u)
+          << "checkpointing " << ckpt << ", one sequence " << one;
   for (const HfPlannedRun& r : plan) {
     EXPECT_EQ(r.planned.workload.stack.kind, model::StackKind::hf_peft) << r.label();
     EXPECT_LE(r.planned.workload.arch.num_layers, ref.arch.num_layers) << r.label();
