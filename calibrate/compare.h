@@ -21,6 +21,9 @@ struct ComparedSplit {
   double predicted_worst_reserved_bytes = 0;
   bool predicted_fits = true;
   bool measured_oom = false;
+  /// The measured peak left the safety margin free (reserved within the usable memory): a
+  /// split the recommendation may choose. True when the peak was not measured.
+  bool measured_within_margin = true;
   /// Signed relative errors, (predicted - measured) / measured; NaN when not measured.
   double step_time_error() const;
   double allocated_error() const;
@@ -38,9 +41,13 @@ struct ComparisonSummary {
   double allocated_mean_abs_err = 0;
   int memory_points = 0;
   std::optional<size_t> recommended;     ///< fastest predicted among predicted-to-fit
+  /// The fastest measured split that left the safety margin free: the best the recommendation
+  /// may pick. A faster split whose peak ate into the margin is the user's margin, not a miss.
   std::optional<size_t> fastest_measured;
+  std::optional<size_t> fastest_measured_any;  ///< the fastest that ran, margin or not
   bool recommended_was_fastest = false;
   double regret = 0;                    ///< measured(recommended) / measured(fastest) - 1
+  double regret_any = 0;                ///< the same against fastest_measured_any
   bool recommended_oom = false;         ///< the recommended split ran out of memory
 };
 

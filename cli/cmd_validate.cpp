@@ -193,6 +193,7 @@ void print_live_json(const LiveValidation& v, const hw::Profile& profile, const 
                   {"allocated_mean_abs_err", sum.allocated_mean_abs_err},
                   {"recommended_was_fastest", sum.recommended_was_fastest},
                   {"regret", sum.regret},
+                  {"regret_any", sum.regret_any},
                   {"recommended_oom", sum.recommended_oom}};
   if (sum.recommended)
     j["summary"]["recommended"] = {{"micro_batch", rows[*sum.recommended].micro_batch},
@@ -200,6 +201,9 @@ void print_live_json(const LiveValidation& v, const hw::Profile& profile, const 
   if (sum.fastest_measured)
     j["summary"]["fastest_measured"] = {{"micro_batch", rows[*sum.fastest_measured].micro_batch},
                                         {"accumulation", rows[*sum.fastest_measured].accumulation}};
+  if (sum.fastest_measured_any)
+    j["summary"]["fastest_measured_any"] = {{"micro_batch", rows[*sum.fastest_measured_any].micro_batch},
+                                            {"accumulation", rows[*sum.fastest_measured_any].accumulation}};
   std::cout << j.dump(2) << "\n";
 }
 
@@ -246,6 +250,10 @@ void print_live_table(const LiveValidation& v, const hw::Profile& profile, const
               << rows[*sum.fastest_measured].accumulation << " was, by " << fixed(100 * sum.regret, 1) << "%)\n";
   else
     std::cout << "\n";
+  if (sum.fastest_measured_any && sum.fastest_measured_any != sum.fastest_measured)
+    std::cout << "               " << rows[*sum.fastest_measured_any].micro_batch << "x"
+              << rows[*sum.fastest_measured_any].accumulation << " ran faster still, by "
+              << fixed(100 * sum.regret_any, 1) << "%, but its peak took the safety margin\n";
 }
 
 int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt, int64_t memory_limit_bytes) {

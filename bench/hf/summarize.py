@@ -46,11 +46,12 @@ def main():
     ap.add_argument("--title", default="held-out hf-peft runs")
     ap.add_argument("validate_json", nargs="+")
     a = ap.parse_args()
-    cache, time_by, res, worst_under, regrets, oom_rec, loops = {}, {}, [], [], [], 0, {}
+    cache, time_by, res, worst_under, regrets, regrets_any, oom_rec = {}, {}, [], [], [], [], 0
     for path in a.validate_json:
         for g in json.load(open(path))["groups"]:
             sim = simulate(a, g, cache)
             regrets.append(g.get("regret") or 0.0)
+            regrets_any.append(g.get("regret_any") or 0.0)
             oom_rec += bool(g.get("recommended_oom"))
             for s in g["splits"]:
                 if s["measured_oom"]:
@@ -66,7 +67,8 @@ def main():
            "step_time": {k: stats(v) for k, v in sorted(time_by.items())},
            "peak_reserved": dict(stats(res), largest_under=max([-x for x in res] + [0.0]),
                                  worst_case_largest_under=max(worst_under + [0.0])),
-           "regret_max": max(regrets + [0.0]), "workloads": len(regrets), "recommended_oom": oom_rec}
+           "regret_max": max(regrets + [0.0]),
+           "regret_any_max": max(regrets_any + [0.0]), "workloads": len(regrets), "recommended_oom": oom_rec}
     json.dump(out, sys.stdout, indent=1)
     print()
     if a.markdown:
@@ -78,8 +80,10 @@ def main():
         lines.append(f"| peak reserved | {r['n']} | {pct(r['mean_abs'])} | {pct(r['max_abs'])} |")
         lines += ["", f"- largest under-prediction of the peak: {pct(r['largest_under'])}; of the worst case that "
                   f"decides fits: {pct(r['worst_case_largest_under'])}",
-                  f"- regret (recommended vs fastest measured): at most {pct(out['regret_max'])} over "
-                  f"{out['workloads']} workloads; recommended splits that ran out of memory: {oom_rec}", ""]
+                  f"- regret (recommended vs the fastest measured split that left the 5% safety margin free): at "
+                  f"most {pct(out['regret_max'])} over {out['workloads']} workloads (against the fastest that ran, "
+                  f"margin or not: {pct(out['regret_any_max'])}); recommended splits that ran out of memory: {oom_rec}",
+                  ""]
         open(a.markdown, "w").write("\n".join(lines))
 
 

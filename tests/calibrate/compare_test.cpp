@@ -49,10 +49,42 @@ TEST(CompareTest, RegretIsTheRecommendedSlowdownOverTheFastestMeasured) {
   const ComparisonSummary s = summarize({split(1, 8, 2.0, true, 2.0), split(2, 4, 1.0, true, 1.25),
                                          split(4, 2, 1.5, true, 1.0), split(8, 1, 0.5, false, 0.5)});
   EXPECT_EQ(*s.recommended, 1u);
-  EXPECT_EQ(*s.fastest_measured, 3u);  // the fastest measured among all, fitting or not
+  EXPECT_EQ(*s.fastest_measured, 3u);  // the fastest measured, predicted to fit or not
   EXPECT_FALSE(s.recommended_was_fastest);
   EXPECT_DOUBLE_EQ(s.regret, 1.5);     // 1.25 s against 0.5 s
   EXPECT_FALSE(s.recommended_oom);
+}
+
+TEST(CompareTest, RegretIsAgainstTheFastestSplitThatLeftTheMarginFree) {
+  // 8x1 ran fastest but its peak took the safety margin: the recommendation may not pick it,
+  // so regret is measured against 4x2; regret_any still reports the gap to 8x1.
+  std::vector<ComparedSplit> v = {split(2, 4, 1.0, true, 1.25), split(4, 2, 1.5, true, 1.0),
+                                  split(8, 1, 0.9, false, 0.8)};
+  v[2].measured_within_margin = false;
+  const ComparisonSummary s = summarize(v);
+  EXPECT_EQ(*s.recommended, 0u);
+  EXPECT_EQ(*s.fastest_measured, 1u);
+  EXPECT_EQ(*s.fastest_measured_any, 2u);
+  EXPECT_DOUBLE_EQ(s.regret, 0.25);       // 1.25 s against 1.0 s
+  EXPECT_DOUBLE_EQ(s.regret_any, 0.5625);  // 1.25 s against 0.8 s
+}
+
+TEST(CompareTest, CompareSplitMarksAPeakBeyondTheUsableMemory) {
+  sim::Result pred;
+  pred.usable_memory_bytes = 100;
+  sim::Split p;
+  p.micro_batch = 1;
+  pred.splits = {p};
+  Measurement m;
+  m.micro_batch = 1;
+  m.accumulation = 1;
+  m.step_time_s = 1;
+  m.peak_reserved_bytes = 100;
+  EXPECT_TRUE(compare_split(pred, m).measured_within_margin);
+  m.peak_reserved_bytes = 101;
+  EXPECT_FALSE(compare_split(pred, m).measured_within_margin);
+  m.peak_reserved_bytes = kNotMeasured;  // unknown peak: not held against the split
+  EXPECT_TRUE(compare_split(pred, m).measured_within_margin);
 }
 
 TEST(CompareTest, RecommendedThatRanOutOfMemoryIsNeitherFastestNorRegretted) {
