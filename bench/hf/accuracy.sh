@@ -3,14 +3,15 @@
 # (no GPU needed): writes bench/results/hf-accuracy.md and hf-accuracy.json.
 #   bash bench/hf/accuracy.sh [path/to/lorasim]
 # Sets (bench/results/h200/hf-peft-run*/; every row below is held out of the fit it is scored on):
-#   A  run5, the lease whose calibration is the committed [stack.hf-peft]: 15 workloads through the
-#      probe's Trainer step and the plain loop (heldout-rows), and Trainer/SFTTrainer rows through
-#      LorasimCallback, a fresh model per split (trainer-rows)
-#   B  other leases against the committed profile: run2's and run4's probe rows, run3's and run4's
-#      Trainer rows (those reused a model across a cell's splits: see below)
-#   C  run2's held-out rows against run2's own calibration (lease A calibrated itself)
+#   A  run7, the lease whose calibration (30-run plan) is the committed [stack.hf-peft]: 15
+#      workloads through the probe's Trainer step and the plain loop, both allocators
+#   B  other leases against the committed profile: run6's, run5's and run2's held-out grids
+#   T  real Trainer and SFTTrainer runs timed by LorasimCallback, a fresh model per split (run5,
+#      run6: other leases); run3's and run4's reused one model across a cell's splits (see below)
+#   C  run6's held-out grid against run6's own calibration (the lease calibrating itself)
 #   D  `lorasim fit` of three runs of one workload (run2, qwen3-1.7b s512 1x8, 2x4, 8x1) on the
 #      builtin h200 profile, scored on run2's other workloads
+#   P  how much one process's step time strays from another's on one lease (run6 allocab rows)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 L=${1:-build/cli/lorasim}
@@ -32,7 +33,7 @@ score() {  # name profile rows...
 # The SFTTrainer rows (trainer_runs.py's one SFTTrainer cell: qwen3-1.7b, 1024 tokens, 4 x 2,
 # dropout 0.05) were written before LorasimCallback recorded TRL's fused LM head, which
 # SFTTrainer (TRL 1.16) always installs; mark them so, as the callback now does itself.
-for run in 3 4 5; do
+for run in 3 4 5 6; do
   python3 - $R/hf-peft-run$run/trainer-rows.jsonl "$T/trainer-run$run.jsonl" <<'PY'
 import json, sys
 out = open(sys.argv[2], "w")
@@ -44,17 +45,19 @@ for line in open(sys.argv[1]):
     out.write(json.dumps(r) + "\n")
 PY
 done
-score "A1 same lease (run5): probe step and plain loop, 15 workloads" $P $R/hf-peft-run5/heldout-rows.jsonl
-score "A2 same lease (run5): Trainer and SFTTrainer (LorasimCallback)" $P "$T/trainer-run5.jsonl"
-score "B1 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
-score "B2 other lease (run4): probe step and plain loop, 4 workloads" $P $R/hf-peft-run4/heldout-same-rows.jsonl
+score "A same lease (run7): probe step and plain loop, 15 workloads" $P $R/hf-peft-run7/heldout-rows.jsonl
+score "B1 other lease (run6): probe step and plain loop, 15 workloads" $P $R/hf-peft-run6/heldout-rows.jsonl
+score "B2 other lease (run5): probe step and plain loop, 15 workloads" $P $R/hf-peft-run5/heldout-rows.jsonl
+score "B3 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
+score "T1 Trainer and SFTTrainer (LorasimCallback), a fresh model per split (run5, run6)" $P \
+  "$T/trainer-run5.jsonl" "$T/trainer-run6.jsonl"
 # trainer_runs.py of run3/run4 reused one model across a cell's splits; a model reused after a
 # Trainer has run holds memory of that run (bench/results/h200/hf-peft-run4/peak-snapshot.txt: a
 # fresh model's Trainer step peaks at the probe's to the MiB), so later splits' peaks are inflated.
-score "B3 other leases (run3, run4): Trainer and SFTTrainer, a model reused across splits" $P \
+score "T2 Trainer and SFTTrainer, a model reused across splits (run3, run4)" $P \
   "$T/trainer-run3.jsonl" "$T/trainer-run4.jsonl"
-"$L" fit --measurements $R/hf-peft-run2/calib-rows.jsonl --gpu h200 --out "$T/run2.toml" > /dev/null
-score "C run2's rows against run2's own calibration" "$T/run2.toml" $R/hf-peft-run2/heldout-rows.jsonl
+"$L" fit --measurements $R/hf-peft-run6/calib-hf-runs.csv --gpu h200 --out "$T/run6.toml" > /dev/null
+score "C run6's rows against run6's own calibration" "$T/run6.toml" $R/hf-peft-run6/heldout-rows.jsonl
 # D: three splits of one workload refine the builtin profile; the other workloads are scored.
 python3 - "$R/hf-peft-run2/heldout-rows.jsonl" "$T" <<'PY'
 import json, sys
@@ -73,17 +76,24 @@ score "D fit of three runs of one workload (run2) on the builtin profile, other 
   echo "# hf-peft stack: accuracy on held-out H200 runs"
   echo
   echo "Produced by \`bash bench/hf/accuracy.sh\` ($(date -u +%Y-%m-%d), $(uname -m), lorasim $("$L" --version | head -1 | awk '{print $2}'))"
-  echo "from the committed rows in bench/results/h200/hf-peft-run2..5 and hwprofiles/h200.toml; the runs were"
+  echo "from the committed rows in bench/results/h200/hf-peft-run2..7 and hwprofiles/h200.toml; the runs were"
   echo "measured on NVIDIA H200 leases with torch 2.11, transformers 5.17, peft 0.21 (trl 1.16 for SFTTrainer)."
   echo "No row scored here was used to fit the profile it is scored against. Regimes: the profile's host/device"
   echo "ratio of the split (host-bound > 1.25, device-bound < 0.8)."
   echo
-  for f in "$T"/A1*.md "$T"/A2*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/C*.md "$T"/D*.md; do cat "$f"; done
+  for f in "$T"/A*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/T1*.md "$T"/T2*.md "$T"/C*.md "$T"/D*.md; do cat "$f"; done
   echo "D's fit moved:"
   echo
   echo '```'
   grep -E "^  stack|refitted" "$T/three-fit.txt"
   echo '```'
+  echo
+  echo "### P one lease, several processes: the host's speed (run6, \`python3 bench/hf/process_spread.py\`)"
+  echo
+  echo "The same two held-out cells in four processes, alternating the allocator (default, expandable,"
+  echo "default, expandable), minutes apart on one H200 lease:"
+  echo
+  python3 bench/hf/process_spread.py $R/hf-peft-run6/allocab-rows.jsonl
 } > "$md"
 python3 - "$T/s" > bench/results/hf-accuracy.json <<'PY'
 import glob, json, os, sys
