@@ -1,15 +1,20 @@
 // The hf-peft calibration plan and its JSON form for the probe.
 #include "calibrate/hf_plan.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "model/architecture.h"
+#include "model/cost_model.h"
 #include "model/error.h"
 
 namespace lorasim::calib {
 namespace {
 
 using nlohmann::json;
+
+// The shortest sequence a shrunk run keeps: below it a run measures little but overheads.
+constexpr int64_t kMinPlanSeqLen = 128;
 
 std::string dropout_text(double p) {
   char buf[32];
@@ -37,6 +42,32 @@ struct PlanBuilder {
     return runs.back();
   }
 };
+
+// The predicted worst-case reserved memory of a run, with the CUDA context.
+double predicted_need_bytes(const HfPlannedRun& r, const model::HardwareModel& hw) {
+  const model::CostModel cost(r.planned.workload, hw);
+  return cost.memory(r.planned.micro_batch).worst_reserved_bytes + static_cast<double>(hw.memory.context_bytes);
+}
+
+// Shrinks runs that would not fit the GPU: first the micro-batch, then the length (the shape
+// that separates host from device stays, at a size the GPU holds); a run that fits at neither
+// is left out, as are runs a shrink made identical to another.
+std::vector<HfPlannedRun> fit_to_memory(std::vector<HfPlannedRun> runs, const HfPlanOptions& opt) {
+  const double limit = kPlanMemoryShare * opt.memory_limit_bytes;
+  std::vector<HfPlannedRun> kept;
+  for (HfPlannedRun& r : runs) {
+    Measurement& m = r.planned;
+    while (predicted_need_bytes(r, opt.hardware) > limit) {
+      if (m.micro_batch > 1) m.micro_batch /= 2;
+      else if (m.workload.train.seq_len > kMinPlanSeqLen) m.workload.train.seq_len /= 2;
+      else break;
+    }
+    if (predicted_need_bytes(r, opt.hardware) > limit) continue;
+    const bool duplicate = std::any_of(kept.begin(), kept.end(), [&](const HfPlannedRun& k) { return k.label() == r.label(); });
+    if (!duplicate) kept.push_back(r);
+  }
+  return kept;
+}
 
 }  // namespace
 
@@ -117,7 +148,7 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
     r.planned.workload.stack = other_alloc;
     r.planned.workload.train.grad_ckpt = ckpt;
   }
-  return p.runs;
+  return opt.memory_limit_bytes > 0 ? fit_to_memory(std::move(p.runs), opt) : p.runs;
 }
 
 std::string hf_config_json(const model::Architecture& a) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calibrate/measurement.h"
+#include "model/hardware.h"
 #include "model/workload.h"
 
 namespace lorasim::calib {
@@ -21,7 +22,16 @@ struct HfPlanOptions {
   std::string narrow_model = "auto";  ///< a second, narrower preset; "auto": qwen2.5-0.5b on CUDA
   int warmup_steps = 1;               ///< optimizer steps run before timing
   int measure_steps = 3;              ///< timed optimizer steps per run
+  /// The GPU the plan runs on, and its memory: a run whose predicted worst case would not fit
+  /// in kPlanMemoryShare of it shrinks (micro-batch, then length) or is left out, so a small
+  /// GPU calibrates without out-of-memory runs. 0: no limit (the plan as written).
+  model::HardwareModel hardware;
+  double memory_limit_bytes = 0;
 };
+
+/// The share of the GPU's memory a planned run may take by the prediction: the rest is the
+/// prediction's own uncertainty on a GPU the stack has not been calibrated on yet.
+inline constexpr double kPlanMemoryShare = 0.85;
 
 /// One planned run: the workload (truncated to a few layers), the split, and the process
 /// (allocator mode) it runs in.

@@ -60,6 +60,7 @@ bool calibrates_hf_stack(const Args& args) {
 
 int cmd_calibrate_hf(const Args& args) {
   std::string out, save, device = "cuda", model, python, steps = "3", warmup = "1", precision = "bf16";
+  bool dry_run = false;
   HardwareArgs ha;
   ha.gpu.clear();
   StackArgs sa;
@@ -76,31 +77,34 @@ int cmd_calibrate_hf(const Args& args) {
       ("precision", po::value(&precision)->default_value(precision), "weights precision on CUDA: bf16 or fp16 (the CPU runs fp32)")
       ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
       ("warmup", po::value(&warmup)->default_value(warmup), "optimizer steps before timing")
-      ("save-measurements", po::value(&save), "also write every measured run to this .csv (refit later with `lorasim fit`)");
+      ("save-measurements", po::value(&save), "also write every measured run to this .csv (refit later with `lorasim fit`)")
+      ("dry-run", po::bool_switch(&dry_run), "print the plan's runs, sized for the GPU, and exit without running them");
   add_stack_options(desc, sa);
   const po::variables_map vm = parse(args, desc);
   if (vm.count("help")) {
     std::cout << "usage: lorasim calibrate --stack hf-peft --out FILE (--gpu NAME | --profile FILE) [options]\n\n"
                  "Calibrates the stack most people train with: runs short real Hugging Face\n"
                  "Transformers + PEFT training steps (the step Trainer runs) of a reference model\n"
-                 "truncated to a few layers, and of a narrower one, through lorasim's Python probe\n"
-                 "(python/lorasim_hf) in your own Python, then fits the stack's host, device and\n"
-                 "memory terms on the GPU's profile and writes it. About a minute on an H200.\n"
+                 "at several depths (one layer to full), and of a narrower one, through lorasim's\n"
+                 "Python probe (python/lorasim_hf) in your own Python, then fits the stack's host,\n"
+                 "device and memory terms on the GPU's profile and writes it. About a minute on\n"
+                 "an H200; on a smaller GPU the runs shrink to what its memory holds.\n"
                  "--attn-impl, --lora-dropout, --autocast and --allocator describe how you train;\n"
                  "the plan also varies each of them once.\n\n"
                  "examples:\n"
                  "  lorasim calibrate --stack hf-peft --gpu h200 --out h200-hf.toml\n"
+                 "  lorasim calibrate --stack hf-peft --gpu t4 --dry-run\n"
                  "  lorasim calibrate --stack hf-peft --profile my-a100.toml --python ~/venv/bin/python --out a100-hf.toml\n"
                  "  lorasim calibrate --stack hf-peft --device cpu --profile cpu.toml --out cpu-hf.toml\n\n"
               << desc << "\n";
     return kOk;
   }
-  if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
+  if (out.empty() && !dry_run) throw InputError("--out FILE is required: where to write the profile");
   if (ha.gpu.empty() && ha.profile.empty())
     throw InputError("--gpu NAME or --profile FILE is required: the GPU's profile, whose device terms the "
                      "hf-peft terms are fitted on (see `lorasim profiles`)");
-  check_writable("--out", out);
-  if (!save.empty()) check_measurements_writable("--save-measurements", save);
+  if (!dry_run) check_writable("--out", out);
+  if (!save.empty() && !dry_run) check_measurements_writable("--save-measurements", save);
   hw::Profile profile = select_profile(ha);
   const bool is_cuda = device.rfind("cuda", 0) == 0;
   if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got '" + device + "'");
@@ -116,8 +120,19 @@ int cmd_calibrate_hf(const Args& args) {
   opt.reference.validate();
   opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
   opt.warmup_steps = static_cast<int>(parse_int("--warmup", warmup, 0));
+  if (is_cuda) {
+    // Runs sized for an H200 shrink to what the profile's GPU holds.
+    opt.hardware = profile.hw;
+    opt.memory_limit_bytes = static_cast<double>(profile.hw.memory_bytes);
+  }
 
   const std::vector<calib::HfPlannedRun> plan = calib::default_hf_plan(opt);
+  if (dry_run) {
+    std::cout << plan.size() << " runs of the hf-peft stack on " << device << ", sized for the "
+              << profile.hw.display_name << " (" << human_bytes(static_cast<double>(profile.hw.memory_bytes)) << "):\n";
+    for (const calib::HfPlannedRun& r : plan) std::cout << "  " << r.label() << "\n";
+    return kOk;
+  }
   WorkDir work;
   calib::ProbeOptions popt;
   const char* env_python = std::getenv("LORASIM_PYTHON");

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "hwprofiles/builtin.h"
 #include "model/architecture.h"
+#include "model/cost_model.h"
 
 namespace lorasim::calib {
 namespace {
@@ -87,6 +89,51 @@ TEST(HfPlanTest, CudaPlanSeparatesWhatTheStackAdds) {
     EXPECT_LE(r.planned.workload.arch.num_layers, ref.arch.num_layers) << r.label();
     EXPECT_NO_THROW(r.planned.workload.validate()) << r.label();
   }
+}
+
+HfPlanOptions sized_for(const std::string& gpu) {
+  HfPlanOptions opt;
+  opt.reference = reference("qwen3-1.7b");
+  opt.hardware = hw::builtin_profile(gpu).hw;
+  opt.memory_limit_bytes = static_cast<double>(opt.hardware.memory_bytes);
+  return opt;
+}
+
+double worst_need_bytes(const HfPlannedRun& r, const model::HardwareModel& hw) {
+  return model::CostModel(r.planned.workload, hw).memory(r.planned.micro_batch).worst_reserved_bytes +
+         static_cast<double>(hw.memory.context_bytes);
+}
+
+TEST(HfPlanTest, AnH200HoldsThePlanAsWritten) {
+  const std::vector<HfPlannedRun> sized = default_hf_plan(sized_for("h200")), written = cuda_plan();
+  ASSERT_EQ(sized.size(), written.size());
+  for (size_t i = 0; i < sized.size(); ++i) EXPECT_EQ(sized[i].label(), written[i].label());
+}
+
+TEST(HfPlanTest, ASmallGpuGetsRunsItHolds) {
+  // A T4 (15 GiB) cannot hold the plan's device-bound runs (up to ~45 GiB): they shrink to what
+  // it holds, and the plan still separates what the stack adds.
+  const HfPlanOptions opt = sized_for("t4");
+  const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
+  const std::vector<HfPlannedRun> written = cuda_plan();
+  EXPECT_GT(std::count_if(written.begin(), written.end(),
+                          [&](const HfPlannedRun& r) { return worst_need_bytes(r, opt.hardware) > kPlanMemoryShare * opt.memory_limit_bytes; }),
+            0);
+  std::set<int64_t> depths;
+  int64_t most_tokens = 0;
+  for (const HfPlannedRun& r : plan) {
+    EXPECT_LE(worst_need_bytes(r, opt.hardware), kPlanMemoryShare * opt.memory_limit_bytes) << r.label();
+    if (r.planned.workload.arch.hidden_size == 2048) depths.insert(r.planned.workload.arch.num_layers);
+    most_tokens = std::max(most_tokens, r.planned.micro_batch * r.planned.workload.train.seq_len);
+  }
+  EXPECT_GE(depths.size(), 3u);           // 1, 4, 12 and full depth where they fit
+  EXPECT_TRUE(depths.count(28));         // full depth at one sequence fits a T4
+  EXPECT_GE(most_tokens, 4096);          // device-bound runs remain, smaller
+  EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.workload.train.grad_ckpt; }), 2u);
+  for (model::AllocatorMode a : {model::AllocatorMode::default_segments, model::AllocatorMode::expandable})
+    EXPECT_GE(count_runs(plan, [a](const Measurement& m) { return m.workload.stack.allocator == a; }), 1u);
+  std::set<std::string> labels;
+  for (const HfPlannedRun& r : plan) EXPECT_TRUE(labels.insert(r.label()).second) << "twice: " << r.label();
 }
 
 TEST(HfPlanTest, VariedOptionsFlipTheUsersOwn) {
