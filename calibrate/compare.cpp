@@ -16,6 +16,10 @@ double rel(double predicted, double measured_v) {
 double ComparedSplit::step_time_error() const { return rel(predicted_step_time_s, measured_step_time_s); }
 double ComparedSplit::allocated_error() const { return rel(predicted_allocated_bytes, measured_allocated_bytes); }
 double ComparedSplit::reserved_error() const { return rel(predicted_reserved_bytes, measured_reserved_bytes); }
+bool ComparedSplit::within_range() const {
+  return !measured_oom && measured(measured_step_time_s) && measured_step_time_s >= predicted_step_time_low_s &&
+         measured_step_time_s <= predicted_step_time_high_s;
+}
 
 ComparedSplit compare_split(const sim::Result& prediction, const Measurement& m) {
   const sim::Split* p = nullptr;
@@ -28,6 +32,8 @@ ComparedSplit compare_split(const sim::Result& prediction, const Measurement& m)
   c.micro_batch = m.micro_batch;
   c.accumulation = m.accumulation;
   c.predicted_step_time_s = p->step_time_s;
+  c.predicted_step_time_low_s = p->step_time_low_s;
+  c.predicted_step_time_high_s = p->step_time_high_s;
   c.predicted_allocated_bytes = p->peak_allocated_bytes;
   c.predicted_reserved_bytes = p->peak_reserved_bytes;
   c.predicted_worst_reserved_bytes = p->worst_reserved_bytes;
@@ -59,6 +65,8 @@ ComparisonSummary summarize(const std::vector<ComparedSplit>& s) {
     out.time_mean_abs_err += te;
     out.time_max_abs_err = std::max(out.time_max_abs_err, te);
     ++out.points;
+    ++out.time_range_points;
+    if (c.within_range()) ++out.time_range_hits;
     if (measured(c.measured_reserved_bytes)) {
       const double re = c.reserved_error();
       out.reserved_mean_abs_err += std::fabs(re);

@@ -14,6 +14,8 @@ namespace lorasim::calib {
 struct ComparedSplit {
   int64_t micro_batch = 0, accumulation = 0;
   double predicted_step_time_s = 0, measured_step_time_s = kNotMeasured;
+  /// The predicted step time's range (sim::Split::step_time_low_s/high_s).
+  double predicted_step_time_low_s = 0, predicted_step_time_high_s = 0;
   double predicted_allocated_bytes = 0, measured_allocated_bytes = kNotMeasured;
   double predicted_reserved_bytes = 0, measured_reserved_bytes = kNotMeasured;
   /// The worst case the simulator checks against the memory limit (reserved plus a fresh
@@ -28,6 +30,8 @@ struct ComparedSplit {
   double step_time_error() const;
   double allocated_error() const;
   double reserved_error() const;
+  /// The measured step time lies within the predicted range; false when not measured.
+  bool within_range() const;
 };
 
 struct ComparisonSummary {
@@ -49,6 +53,8 @@ struct ComparisonSummary {
   double regret = 0;                    ///< measured(recommended) / measured(fastest) - 1
   double regret_any = 0;                ///< the same against fastest_measured_any
   bool recommended_oom = false;         ///< the recommended split ran out of memory
+  int time_range_points = 0;            ///< splits measured without OOM, as `points`
+  int time_range_hits = 0;              ///< of those, measured step time within [low, high]
 };
 
 /// The split of `prediction` that `measured` ran (same micro-batch), next to what it measured.

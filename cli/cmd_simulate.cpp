@@ -54,6 +54,8 @@ nlohmann::json split_json(const sim::Split& s) {
   return {{"micro_batch", s.micro_batch},
           {"accumulation", s.accumulation},
           {"step_time_s", s.step_time_s},
+          {"step_time_low_s", s.step_time_low_s},
+          {"step_time_high_s", s.step_time_high_s},
           {"micro_batch_time_s", s.micro_batch_time_s},
           {"host_time_s", s.host_time_s},
           {"device_time_s", s.device_time_s},
@@ -95,7 +97,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
 void print_csv(const sim::Result& r) {
   std::cout << "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,"
                "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
-               "fits,host_bound,rank,worst_reserved_bytes\n";
+               "fits,host_bound,rank,worst_reserved_bytes,step_time_low_s,step_time_high_s\n";
   for (const auto& s : r.splits) {
     std::cout << s.micro_batch << ',' << s.accumulation << ',' << s.step_time_s << ','
               << s.micro_batch_time_s << ',' << s.host_time_s << ',' << s.device_time_s << ','
@@ -103,7 +105,8 @@ void print_csv(const sim::Result& r) {
               << static_cast<int64_t>(s.peak_allocated_bytes) << ','
               << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << (s.fits ? "true" : "false") << ','
               << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
-              << static_cast<int64_t>(s.worst_reserved_bytes) << '\n';
+              << static_cast<int64_t>(s.worst_reserved_bytes) << ',' << s.step_time_low_s << ','
+              << s.step_time_high_s << '\n';
   }
 }
 
@@ -142,6 +145,11 @@ void print_recommendation(const sim::Request& req, const sim::Result& r) {
   std::cout << "\nHF TrainingArguments: " << hf_flags(best) << "\n";
 }
 
+/// The step time's range as a symmetric share of it, "±18%".
+std::string range_cell(const sim::Split& s) {
+  return "±" + fixed(100 * (s.step_time_high_s - s.step_time_low_s) / (2 * s.step_time_s), 0) + "%";
+}
+
 void print_notes(const sim::Result& r) {
   for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
 }
@@ -149,11 +157,11 @@ void print_notes(const sim::Result& r) {
 void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
   print_header(req, p, r);
   std::cout << "\n";
-  Table t({"micro", "accum", "step", std::to_string(req.steps) + " steps", "tokens/s", "peak alloc",
+  Table t({"micro", "accum", "step", "range", std::to_string(req.steps) + " steps", "tokens/s", "peak alloc",
            "peak reserved", "fits", "rank", "bound by"});
   for (const auto& s : r.splits)
     t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
-           human_seconds(s.run_time_s), fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
+           range_cell(s), human_seconds(s.run_time_s), fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
            human_bytes(s.peak_reserved_bytes), s.fits ? "yes" : "no", s.rank ? std::to_string(s.rank) : "-",
            s.host_bound ? "host" : "device"});
   t.print(std::cout);

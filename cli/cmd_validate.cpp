@@ -192,6 +192,7 @@ void print_live_json(const LiveValidation& v, const hw::Profile& profile, const 
                   {"reserved_max_under_err_worst_case", sum.worst_reserved_max_under_err},
                   {"allocated_mean_abs_err", sum.allocated_mean_abs_err},
                   {"recommended_was_fastest", sum.recommended_was_fastest},
+                  {"time_range_coverage", time_range_coverage_json(sum)},
                   {"regret", sum.regret},
                   {"regret_any", sum.regret_any},
                   {"recommended_oom", sum.recommended_oom}};
@@ -240,6 +241,7 @@ void print_live_table(const LiveValidation& v, const hw::Profile& profile, const
             << fixed(100 * sum.reserved_max_abs_err, 1) << "%, largest under-prediction "
             << fixed(100 * sum.reserved_max_under_err, 1) << "% (of the worst case that decides fits: "
             << fixed(100 * sum.worst_reserved_max_under_err, 1) << "%)\n";
+  if (sum.time_range_points) std::cout << time_range_line(sum);
   if (!sum.recommended) return;
   const auto& r = rows[*sum.recommended];
   std::cout << "recommended:   " << r.micro_batch << "x" << r.accumulation;

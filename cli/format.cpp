@@ -38,16 +38,23 @@ std::string human_count(double n) {
   return fixed(n, 0);
 }
 
+namespace {
+// Columns on a terminal: UTF-8 code points, not bytes (a cell such as "±18%").
+size_t display_width(const std::string& s) {
+  return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+}
+}  // namespace
+
 void Table::print(std::ostream& out) const {
   std::vector<size_t> width(header_.size(), 0);
-  for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+  for (size_t c = 0; c < header_.size(); ++c) width[c] = display_width(header_[c]);
   for (const auto& r : rows_)
-    for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    for (size_t c = 0; c < r.size() && c < width.size(); ++c) width[c] = std::max(width[c], display_width(r[c]));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (size_t c = 0; c < cells.size() && c < width.size(); ++c) {
       if (c) s += "  ";
-      s += std::string(width[c] - cells[c].size(), ' ') + cells[c];
+      s += std::string(width[c] - display_width(cells[c]), ' ') + cells[c];
     }
     out << s << '\n';
   };

@@ -24,14 +24,32 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
+namespace {
+bool measured_time(const calib::ComparedSplit& c) { return !c.measured_oom && calib::measured(c.measured_step_time_s); }
+}  // namespace
+
+nlohmann::json time_range_coverage_json(const calib::ComparisonSummary& s) {
+  return s.time_range_points ? nlohmann::json(static_cast<double>(s.time_range_hits) / s.time_range_points)
+                             : nlohmann::json(nullptr);
+}
+
+std::string time_range_line(const calib::ComparisonSummary& s) {
+  return "step time within the predicted range: " + std::to_string(s.time_range_hits) + " of " +
+         std::to_string(s.time_range_points) + " splits (" +
+         fixed(s.time_range_points ? 100.0 * s.time_range_hits / s.time_range_points : 0.0, 0) + "%)\n";
+}
+
 nlohmann::json measured_json(double v) { return calib::measured(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json compared_split_json(const calib::ComparedSplit& c) {
   return {{"micro_batch", c.micro_batch},
           {"accumulation", c.accumulation},
           {"predicted_step_time_s", c.predicted_step_time_s},
+          {"predicted_step_time_low_s", c.predicted_step_time_low_s},
+          {"predicted_step_time_high_s", c.predicted_step_time_high_s},
           {"measured_step_time_s", measured_json(c.measured_step_time_s)},
           {"step_time_error", measured_json(c.step_time_error())},
+          {"within_range", measured_time(c) ? nlohmann::json(c.within_range()) : nlohmann::json(nullptr)},
           {"predicted_peak_reserved_bytes", c.predicted_reserved_bytes},
           {"measured_peak_reserved_bytes", measured_json(c.measured_reserved_bytes)},
           {"reserved_error", measured_json(c.reserved_error())},
@@ -98,6 +116,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
                     {"mem_max_abs_err", total.reserved_max_abs_err},
                     {"mem_max_under_err", total.reserved_max_under_err},
                     {"mem_max_under_err_worst_case", total.worst_reserved_max_under_err},
+                    {"time_range_coverage", time_range_coverage_json(total)},
                     {"regret_max", worst_regret},
                     {"regret_any_max", worst_regret_any},
                     {"recommended_oom", recommended_oom}};
@@ -128,6 +147,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
               << fixed(100 * total.reserved_max_abs_err, 1) << "%, largest under-prediction "
               << fixed(100 * total.reserved_max_under_err, 1) << "% (of the worst case that decides fits: "
               << fixed(100 * total.worst_reserved_max_under_err, 1) << "%)\n";
+  if (total.time_range_points) std::cout << time_range_line(total);
   std::cout << "recommendation: worst regret " << fixed(100 * worst_regret, 1) << "% over " << order.size()
             << " workloads, " << recommended_oom << " recommended splits ran out of memory\n";
   if (worst_regret_any > worst_regret)

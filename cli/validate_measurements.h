@@ -17,6 +17,10 @@ nlohmann::json measured_json(double v);
 
 /// The keys of one compared split that both validate modes print.
 nlohmann::json compared_split_json(const calib::ComparedSplit& c);
+/// Share of the measured splits whose step time fell within the predicted range; null for none.
+nlohmann::json time_range_coverage_json(const calib::ComparisonSummary& s);
+/// "step time within the predicted range: 47 of 54 splits (87%)" and a newline.
+std::string time_range_line(const calib::ComparisonSummary& s);
 
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
                           int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path);

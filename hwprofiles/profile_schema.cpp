@@ -112,6 +112,7 @@ void check_ranges(const Profile& p, const Locator& where) {
     const std::string got = " (got " + format_double(v) + ")";
     if (!std::isfinite(v)) fail(where, path, "must be a finite number" + got);
     if (t.positive ? !(v > 0) : !(v >= 0)) fail(where, path, std::string(t.positive ? "must be > 0" : "must be >= 0") + got);
+    if (t.fraction && !(v < 1)) fail(where, path, "must be a fraction in [0, 1), e.g. 0.2 for 20%" + got);
   }
   // Coefficients fitted in bf16 on a device without bf16 cannot describe any run on it.
   if (!p.hw.bf16_supported && p.hw.coefficients_precision == model::Precision::bf16)

@@ -144,6 +144,10 @@ StepTime CostModel::step(int64_t micro_batch, int64_t accumulation) const {
     s.device_s += rest * acc.device_s;
   }
   s.total_s = combine(s.host_s, s.device_s, unit_.host_ops, hw_);
+  // The CPU's speed and the device's error deviate apart: each bound moves both, then combines.
+  const double h = hw_.host_spread, d = hw_.device_spread;
+  s.low_s = combine(s.host_s * (1 - h), s.device_s * (1 - d), unit_.host_ops, hw_);
+  s.high_s = combine(s.host_s * (1 + h), s.device_s * (1 + d), unit_.host_ops, hw_);
   s.host_bound = s.host_s > s.device_s;
   return s;
 }

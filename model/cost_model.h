@@ -30,6 +30,10 @@ struct StepTime {
   double host_s = 0;       ///< all host dispatch of the step
   double device_s = 0;     ///< all device execution of the step
   double total_s = 0;      ///< wall time of the step
+  /// The range of the wall time: host and device time each off by their spread
+  /// (HardwareModel::host_spread, device_spread) in the same direction.
+  double low_s = 0;
+  double high_s = 0;
   bool host_bound = false; ///< host dispatch sets the pace
 };
 

@@ -77,6 +77,11 @@ struct HardwareModel {
   /// Share of the reserved peak the worst case adds (a stack's expected memory error: the
   /// allocator slack its calibration cannot pin down); 0 for the device's own terms.
   double worst_case_margin = 0.0;
+  /// Relative deviations of the host's and the device's time that bound a step's range
+  /// (StepTime::low_s/high_s). Set by for_stack: the stack's host_spread and device_spread,
+  /// or for the lorasim stack both the profile's expected_time_error.
+  double host_spread = 0.0;
+  double device_spread = 0.0;
   bool stack_applied = false;  ///< for_stack has put a stack's terms in place (a fit's view)
 
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).

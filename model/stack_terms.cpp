@@ -29,6 +29,10 @@ const std::vector<StackTerm>& stack_term_table() {
        "allocator slack in half-precision logits tensors (the loss's large transient blocks)"},
       {"expected_time_error", &StackTerms::expected_time_error, false, "typical relative step-time error"},
       {"expected_memory_error", &StackTerms::expected_memory_error, false, "typical relative peak-memory error"},
+      {"host_spread", &StackTerms::host_spread, false,
+       "relative deviation of the host's time between processes and machines (a prior, not fitted)", true},
+      {"device_spread", &StackTerms::device_spread, false,
+       "relative deviation of the device's time from the prediction (a prior, not fitted)", true},
   };
   return table;
 }
@@ -40,9 +44,14 @@ const StackTerm* find_stack_term(std::string_view name) {
 }
 
 HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
-  if (stack.kind != StackKind::hf_peft || hw.stack_applied) return hw;
-  const StackTerms& t = hw.hf_peft;
+  if (hw.stack_applied) return hw;
   HardwareModel m = hw;
+  if (stack.kind != StackKind::hf_peft) {
+    // The runner's profile has no spreads of its own: its expected error stands for both.
+    m.host_spread = m.device_spread = hw.expected_time_error;
+    return m;
+  }
+  const StackTerms& t = hw.hf_peft;
   m.stack_applied = true;
   m.time.host_fixed_s = t.host_fixed_s;
   m.time.host_per_op_s = t.host_per_op_s;
@@ -62,6 +71,8 @@ HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack) {
   m.worst_case_margin = t.expected_memory_error;
   m.expected_time_error = std::max(hw.expected_time_error, t.expected_time_error);
   m.expected_memory_error = std::max(hw.expected_memory_error, t.expected_memory_error);
+  m.host_spread = t.host_spread;
+  m.device_spread = t.device_spread;
   m.calibrated = hw.calibrated && t.calibrated;
   return m;
 }

@@ -46,6 +46,11 @@ struct StackTerms {
   double reserved_logits_share = 1.19;
   double expected_time_error = 0.3;       ///< typical relative step-time error of these terms
   double expected_memory_error = 0.05;
+  // The step-time range (model/cost_model.h, StepTime::low_s/high_s): priors, never fitted.
+  // The H200's host speed moved 18.5% at most (rms 7.3%) between processes of one lease and
+  // its fitted host cost per operator 22% between leases (docs/cost-model.md, "Range").
+  double host_spread = 0.20;    ///< relative deviation of the host's (Python dispatch) time
+  double device_spread = 0.10;  ///< relative deviation of the device's time from the prediction
   bool calibrated = false;                ///< fitted from this stack's runs on this GPU
   std::string source = "prior";           ///< where the terms came from, for notes and files
 };
@@ -56,14 +61,15 @@ struct StackTerm {
   double StackTerms::*field;
   bool positive;  ///< must be > 0 (else >= 0)
   const char* why;
+  bool fraction = false;  ///< must also be < 1 (a relative deviation)
 };
 /// Every number of [stack.hf-peft], in the order profiles write them.
 const std::vector<StackTerm>& stack_term_table();
 const StackTerm* find_stack_term(std::string_view name);
 
 /// The device model a workload of `stack` runs on: for hf-peft, `hw` with the stack's host,
-/// optimizer and memory terms in place of the runner's and its device scale applied; for
-/// lorasim, `hw` itself.
+/// optimizer and memory terms in place of the runner's, its device scale applied and its
+/// spreads; for lorasim, `hw` itself with both spreads its expected_time_error.
 HardwareModel for_stack(const HardwareModel& hw, const StackSpec& stack);
 
 }  // namespace lorasim::model

@@ -90,6 +90,8 @@ Result simulate(const Request& r) {
     // The optimizer's visible cost: its dispatch when the host sets the pace, else its kernels.
     s.optimizer_time_s = st.host_bound ? cost.optimizer().host_s : cost.optimizer().device_s;
     s.step_time_s = st.total_s;
+    s.step_time_low_s = st.low_s;
+    s.step_time_high_s = st.high_s;
     s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
     s.tokens_per_s = tokens_per_step / s.step_time_s;
     const model::MemoryEstimate m = cost.memory(b);
@@ -152,6 +154,9 @@ Result simulate(const Request& r) {
     out.notes.push_back("the recommended split is host-bound (the CPU's operator dispatch sets its pace): "
                         "such times follow the CPU's speed, which drifts between runs far more than "
                         "device-bound times do (docs/cost-model.md lists the limits)");
+  if (hf && std::any_of(out.splits.begin(), out.splits.end(), [](const Split& s) { return s.host_bound; }))
+    out.notes.push_back("host-bound splits vary with the CPU's speed: their range is ±" +
+                        percent(r.hardware.hf_peft.host_spread) + " (host_spread of the profile)");
   if (!out.recommended)
     out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
                         " usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "

@@ -28,6 +28,8 @@ struct Split {
   double device_time_s = 0;    ///< device execution per micro-batch
   double optimizer_time_s = 0;
   double step_time_s = 0;      ///< a micro-batches and the optimizer (docs/cost-model.md)
+  double step_time_low_s = 0;  ///< the step time's range: host and device off by their spreads
+  double step_time_high_s = 0;
   double run_time_s = 0;       ///< steps * step_time_s
   double tokens_per_s = 0;
   double peak_allocated_bytes = 0;

@@ -2,7 +2,9 @@
 """Accuracy of the hf-peft stack's predictions on held-out runs: reads `lorasim validate
 --measurements ROWS --profile P --format json` output, classifies every split by the regime the
 profile predicts (from `lorasim simulate` with the row's stack options), and writes the figures
-issue 11 asks for as JSON (stdout) and a Markdown table (--markdown FILE).
+issue 11 asks for as JSON (stdout) and a Markdown table (--markdown FILE), with the coverage of
+the predicted step-time range (the share of measured splits whose time fell within it, overall and
+per regime); validate output from before the range existed is scored against `simulate`'s range.
 
   python3 bench/hf/summarize.py --lorasim build/cli/lorasim --profile P validate.json [...]
 """
@@ -33,6 +35,19 @@ def simulate(a, g, cache):
     return cache[key]
 
 
+def within_range(s, p):
+    """The measured step time of validate's split `s` lies within the predicted range."""
+    if s.get("within_range") is not None:
+        return s["within_range"]
+    low, high = (s["predicted_step_time_low_s"], s["predicted_step_time_high_s"]) if "predicted_step_time_low_s" in s \
+        else (p["step_time_low_s"], p["step_time_high_s"])
+    return low <= s["measured_step_time_s"] <= high
+
+
+def coverage(hits):
+    return {"n": len(hits), "within": sum(hits), "coverage": sum(hits) / len(hits) if hits else None}
+
+
 def stats(v):
     v = [abs(x) for x in v]
     return {"n": len(v), "mean_abs": statistics.mean(v) if v else None, "max_abs": max(v) if v else None}
@@ -47,6 +62,7 @@ def main():
     ap.add_argument("validate_json", nargs="+")
     a = ap.parse_args()
     cache, time_by, res, worst_under, regrets, regrets_any, oom_rec = {}, {}, [], [], [], [], 0
+    range_by = {}
     for path in a.validate_json:
         for g in json.load(open(path))["groups"]:
             sim = simulate(a, g, cache)
@@ -60,11 +76,15 @@ def main():
                 rg = regime(p["host_time_s"], p["device_time_s"])
                 time_by.setdefault(rg, []).append(s["step_time_error"])
                 time_by.setdefault("all", []).append(s["step_time_error"])
+                hit = within_range(s, p)
+                range_by.setdefault(rg, []).append(hit)
+                range_by.setdefault("all", []).append(hit)
                 if s.get("reserved_error") is not None:
                     res.append(s["reserved_error"])
                     worst_under.append(max(0.0, 1 - s["predicted_worst_reserved_bytes"] / s["measured_peak_reserved_bytes"]))
     out = {"title": a.title, "profile": a.profile, "inputs": a.validate_json,
            "step_time": {k: stats(v) for k, v in sorted(time_by.items())},
+           "time_range_coverage": {k: coverage(v) for k, v in sorted(range_by.items())},
            "peak_reserved": dict(stats(res), largest_under=max([-x for x in res] + [0.0]),
                                  worst_case_largest_under=max(worst_under + [0.0])),
            "regret_max": max(regrets + [0.0]),
@@ -78,6 +98,10 @@ def main():
             lines.append(f"| step time, {k} | {s['n']} | {pct(s['mean_abs'])} | {pct(s['max_abs'])} |")
         r = out["peak_reserved"]
         lines.append(f"| peak reserved | {r['n']} | {pct(r['mean_abs'])} | {pct(r['max_abs'])} |")
+        cov = out["time_range_coverage"]
+        lines += ["", "| step time within the predicted range | splits | within | coverage |", "|---|---|---|---|"]
+        for k, c in cov.items():
+            lines.append(f"| {k} | {c['n']} | {c['within']} | {pct(c['coverage'])} |")
         lines += ["", f"- largest under-prediction of the peak: {pct(r['largest_under'])}; of the worst case that "
                   f"decides fits: {pct(r['worst_case_largest_under'])}",
                   f"- regret (recommended vs the fastest measured split that left the 5% safety margin free): at "

@@ -43,6 +43,35 @@ TEST(CompareTest, RecommendedThatWasFastestHasNoRegret) {
   EXPECT_DOUBLE_EQ(s.time_mean_abs_err, (0.2 + 0.2 + 0.25) / 3);
 }
 
+ComparedSplit ranged(double low_s, double high_s, double measured_s, bool oom = false) {
+  ComparedSplit c = split(1, 1, (low_s + high_s) / 2, true, measured_s, oom);
+  c.predicted_step_time_low_s = low_s;
+  c.predicted_step_time_high_s = high_s;
+  return c;
+}
+
+TEST(CompareTest, WithinRangeIncludesBothBoundsAndNeedsAMeasurement) {
+  EXPECT_TRUE(ranged(1.0, 1.5, 1.2).within_range());
+  EXPECT_TRUE(ranged(1.0, 1.5, 1.0).within_range());
+  EXPECT_TRUE(ranged(1.0, 1.5, 1.5).within_range());
+  EXPECT_FALSE(ranged(1.0, 1.5, 0.99).within_range());
+  EXPECT_FALSE(ranged(1.0, 1.5, 1.51).within_range());
+  EXPECT_FALSE(ranged(1.0, 1.5, 0, true).within_range());
+  EXPECT_FALSE(ranged(1.0, 1.5, kNotMeasured).within_range());
+  ComparedSplit oom = ranged(1.0, 1.5, 1.2);
+  oom.measured_oom = true;  // a time from a run that ran out of memory is no step time
+  EXPECT_FALSE(oom.within_range());
+}
+
+TEST(CompareTest, RangeCoverageCountsTheMeasuredSplitsWithinTheirRange) {
+  const ComparisonSummary s = summarize({ranged(1.0, 1.5, 1.2), ranged(1.0, 1.5, 1.6), ranged(0.4, 0.6, 0.5),
+                                         ranged(0.4, 0.6, 0.3), ranged(0.4, 0.6, 0.45), ranged(2, 3, 0, true),
+                                         ranged(2, 3, kNotMeasured)});
+  EXPECT_EQ(s.time_range_points, 5);  // the OOM and the unmeasured split are no points
+  EXPECT_EQ(s.time_range_points, s.points);
+  EXPECT_EQ(s.time_range_hits, 3);
+}
+
 TEST(CompareTest, RegretIsTheRecommendedSlowdownOverTheFastestMeasured) {
   // 2x4 is predicted fastest; 4x2 ran fastest; 8x1 would be faster still but is predicted
   // not to fit, so it is never the recommendation.
@@ -141,6 +170,10 @@ TEST(CompareTest, CompareSplitTakesThePredictionOfTheSameMicroBatch) {
   EXPECT_EQ(c.micro_batch, 2);
   EXPECT_EQ(c.accumulation, 4);
   EXPECT_EQ(c.predicted_step_time_s, p.step_time_s);
+  EXPECT_EQ(c.predicted_step_time_low_s, p.step_time_low_s);
+  EXPECT_EQ(c.predicted_step_time_high_s, p.step_time_high_s);
+  EXPECT_LT(c.predicted_step_time_low_s, c.predicted_step_time_s);
+  EXPECT_GT(c.predicted_step_time_high_s, c.predicted_step_time_s);
   EXPECT_EQ(c.predicted_allocated_bytes, p.peak_allocated_bytes);
   EXPECT_EQ(c.predicted_reserved_bytes, p.peak_reserved_bytes);
   EXPECT_EQ(c.predicted_fits, p.fits);

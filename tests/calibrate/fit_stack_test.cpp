@@ -122,6 +122,23 @@ TEST(FitStackTest, CalibrationPlanRowsGiveTheStackTermsBack) {
   EXPECT_LT(rep.reserved_max_rel, 1e-6);
 }
 
+// The spreads are priors about machines, not something one machine's rows can show.
+TEST(FitStackTest, FitsKeepTheSpreads) {
+  model::HardwareModel base = h200();
+  base.hf_peft.host_spread = 0.37;
+  base.hf_peft.device_spread = 0.13;
+  model::HardwareModel truth = base;
+  truth.hf_peft = truth_terms();
+  const std::vector<Measurement> rows = plan_rows(truth, true, reference());
+  for (FitMode mode : {FitMode::full, FitMode::anchored}) {
+    const FitReport rep = fit_profile(rows, base, mode);
+    EXPECT_EQ(rep.hardware.hf_peft.host_spread, 0.37);
+    EXPECT_EQ(rep.hardware.hf_peft.device_spread, 0.13);
+    EXPECT_FALSE(moved(rep, "stack.hf-peft.host_spread"));
+    EXPECT_FALSE(moved(rep, "stack.hf-peft.device_spread"));
+  }
+}
+
 TEST(FitStackTest, SynchronousDeviceRecoversTheRecomputeShare) {
   // The CPU's plan on a device whose host and device time add (Overlap::sum), with CPU-like
   // rates so that device time is a real part of every row: the stack's device scale applies

@@ -134,7 +134,7 @@ TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
   const json sim = ok_json({"simulate", "--profile", profile().string(), "--model", "tiny", "--effective-batch", "8",
                             "--seq-len", "64", "--precision", "fp32", "--stack", "lorasim", "--format", "json"});
   ASSERT_EQ(sim["splits"].size(), 4u) << sim.dump().substr(0, 2000);
-  int measured = 0;
+  int measured = 0, hits = 0;
   for (size_t i = 0; i < j["splits"].size(); ++i) {
     const json& s = j["splits"][i];
     SCOPED_TRACE(s.dump());
@@ -143,6 +143,8 @@ TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
     EXPECT_EQ(s["predicted_step_time_s"].get<double>(), p["step_time_s"].get<double>());
     EXPECT_EQ(static_cast<int64_t>(s["predicted_peak_reserved_bytes"].get<double>()), p["peak_reserved_bytes"]);
     EXPECT_EQ(s["predicted_fits"], p["fits"]);
+    EXPECT_EQ(s["predicted_step_time_low_s"].get<double>(), p["step_time_low_s"].get<double>());
+    EXPECT_EQ(s["predicted_step_time_high_s"].get<double>(), p["step_time_high_s"].get<double>());
     // The worst case that decides fits is reported, and bounds the unbiased peak.
     ASSERT_TRUE(s.contains("predicted_worst_reserved_bytes"));
     EXPECT_EQ(static_cast<int64_t>(s["predicted_worst_reserved_bytes"].get<double>()), p["worst_reserved_bytes"]);
@@ -154,8 +156,13 @@ TEST_F(PipelineTest, ValidatePredictsPeakMemoryWithinFivePercentOfMeasured) {
     ASSERT_TRUE(s["step_time_error"].is_number());
     EXPECT_TRUE(std::isfinite(s["step_time_error"].get<double>()));
     EXPECT_GT(s["measured_step_time_s"].get<double>(), 0);
+    const double meas = s["measured_step_time_s"];
+    EXPECT_EQ(s["within_range"].get<bool>(), meas >= s["predicted_step_time_low_s"].get<double>() &&
+                                                 meas <= s["predicted_step_time_high_s"].get<double>());
+    hits += s["within_range"].get<bool>();
   }
   EXPECT_GT(measured, 0) << "every split ran out of memory on the CPU";
+  EXPECT_DOUBLE_EQ(j["summary"]["time_range_coverage"].get<double>(), static_cast<double>(hits) / measured);
   EXPECT_EQ(j["summary"]["points"], measured) << j["summary"].dump();
   // The worst case is never below the unbiased peak, so it under-predicts no more than it.
   ASSERT_TRUE(j["summary"].contains("reserved_max_under_err_worst_case")) << j["summary"].dump();

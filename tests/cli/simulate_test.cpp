@@ -82,6 +82,82 @@ TEST(SimulateCliTest, JsonHasEverySplitAndTheRecommendation) {
   }
 }
 
+namespace {
+const std::vector<std::string> kH200Hf = {"--gpu", "h200", "--model", "qwen3-1.7b", "--effective-batch", "16",
+                                          "--seq-len", "512"};  // the README's example: host- and device-bound splits
+
+std::vector<std::string> simulate_h200_hf(std::initializer_list<std::string> more) {
+  std::vector<std::string> args = {"simulate"};
+  args.insert(args.end(), kH200Hf.begin(), kH200Hf.end());
+  args.insert(args.end(), more);
+  return args;
+}
+
+// Columns on a terminal: UTF-8 code points.
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+}  // namespace
+
+TEST(SimulateCliTest, JsonSplitsCarryTheStepTimesRange) {
+  const json j = ok_json(simulate_h200_hf({"--format", "json"}));
+  expect_splits_json(j, 16);
+  int host_bound = 0;
+  for (const auto& s : j["splits"]) {
+    const double step = s["step_time_s"].get<double>();
+    const double low = s["step_time_low_s"].get<double>(), high = s["step_time_high_s"].get<double>();
+    EXPECT_LT(low, step);
+    EXPECT_GT(high, step);
+    // The builtin h200's [stack.hf-peft] has no spreads: the priors, 20% host and 10% device.
+    if (s["host_bound"].get<bool>()) {
+      ++host_bound;
+      EXPECT_NEAR(high / step, 1.2, 1e-9);
+      EXPECT_NEAR(low / step, 0.8, 1e-9);
+    } else {
+      EXPECT_LE(high / step, 1.2);
+    }
+  }
+  ASSERT_GT(host_bound, 0);
+  bool noted = false;
+  for (const auto& n : j["notes"]) noted |= n.get<std::string>().find("their range is ±20%") != std::string::npos;
+  EXPECT_TRUE(noted) << j["notes"].dump();
+}
+
+TEST(SimulateCliTest, CsvAppendsTheRangeAfterTheExistingColumns) {
+  const std::vector<std::string> lines = lines_of(ok(simulate_h200_hf({"--format", "csv"})));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[0],
+            "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,optimizer_time_s,"
+            "run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,fits,host_bound,rank,"
+            "worst_reserved_bytes,step_time_low_s,step_time_high_s");
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> cells;
+    size_t from = 0;
+    for (size_t comma; (comma = lines[i].find(',', from)) != std::string::npos; from = comma + 1)
+      cells.push_back(lines[i].substr(from, comma - from));
+    cells.push_back(lines[i].substr(from));
+    ASSERT_EQ(cells.size(), 17u) << lines[i];
+    const double step = std::stod(cells[2]), low = std::stod(cells[15]), high = std::stod(cells[16]);
+    EXPECT_LT(low, step) << lines[i];
+    EXPECT_GT(high, step) << lines[i];
+  }
+}
+
+TEST(SimulateCliTest, TableShowsTheRangeNextToTheStepTimeAligned) {
+  const std::vector<std::string> lines = lines_of(ok(simulate_h200_hf({})));
+  size_t header = 0;
+  while (header < lines.size() && lines[header].rfind("micro", 0) != 0) ++header;
+  ASSERT_LT(header + 5, lines.size());
+  EXPECT_NE(lines[header].find("step  range  100 steps"), std::string::npos) << lines[header];
+  for (size_t i = header + 1; i <= header + 5; ++i) {
+    EXPECT_EQ(display_width(lines[i]), display_width(lines[header])) << lines[i];
+    const bool host = lines[i].find("host") != std::string::npos;
+    EXPECT_NE(lines[i].find(host ? "  ±20%  " : "  ±10%  "), std::string::npos) << lines[i];
+  }
+}
+
 TEST(SimulateCliTest, JsonRecommendationIsNullWhenNothingFits) {
   for (const char* command : {"simulate", "recommend"}) {
     SCOPED_TRACE(command);

@@ -60,6 +60,38 @@ TEST(ValidateCliTest, ValidateMeasurementsReportsTheWorstCaseAndQuotesCsvLabels)
   }
 }
 
+TEST(ValidateCliTest, ValidateMeasurementsCountsTheSplitsWithinThePredictedRange) {
+  TempDir dir;
+  const fs::path runs = dir / "runs.csv";
+  // The lorasim stack on the builtin h200: 1x16 is predicted 2.23 s and 4x4 563 ms, each
+  // within +-11% (the profile's expected_time_error); 2.15 s falls inside, 0.64 s above.
+  write_file(runs,
+             "model,seq_len,micro_batch,accumulation,oom,step_time_s,peak_reserved_bytes\n"
+             "qwen3-1.7b,512,1,16,false,2.15,6360662016\n"
+             "qwen3-1.7b,512,4,4,false,0.64,13906214912\n"
+             "qwen3-1.7b,512,16,1,true,,\n");
+  const json j = ok_json({"validate", "--measurements", runs.string(), "--gpu", "h200", "--format", "json"});
+  const json& splits = j["groups"][0]["splits"];
+  ASSERT_EQ(splits.size(), 3u);
+  for (const auto& s : splits) {
+    const double step = s["predicted_step_time_s"], low = s["predicted_step_time_low_s"],
+                 high = s["predicted_step_time_high_s"];
+    EXPECT_NEAR(low, 0.89 * step, 1e-9 * step);
+    EXPECT_NEAR(high, 1.11 * step, 1e-9 * step);
+    if (s["measured_oom"].get<bool>()) {
+      EXPECT_TRUE(s["within_range"].is_null());
+    } else {
+      const double meas = s["measured_step_time_s"];
+      EXPECT_EQ(s["within_range"].get<bool>(), meas >= low && meas <= high);
+    }
+  }
+  EXPECT_TRUE(splits[0]["within_range"].get<bool>());
+  EXPECT_FALSE(splits[1]["within_range"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["summary"]["time_range_coverage"].get<double>(), 0.5);
+  const std::string table = ok({"validate", "--measurements", runs.string(), "--gpu", "h200"});
+  EXPECT_NE(table.find("step time within the predicted range: 1 of 2 splits (50%)"), std::string::npos) << table;
+}
+
 TEST(ValidateCliTest, AnEmptyMemoryLimitIsRefusedLiveAndFromAFile) {
   // `--memory-limit ''` compared against the device's whole memory, as if the flag were absent.
   TempDir dir;

@@ -48,6 +48,8 @@ Profile with_fitted_stack() {
   t.reserved_logits_share = 0.3;
   t.expected_time_error = 0.05;
   t.expected_memory_error = 0.03;
+  t.host_spread = 0.2345678901234567;
+  t.device_spread = 1.0 / 11.0;
   t.calibrated = true;
   t.source = "lorasim calibrate --stack hf-peft, 2025-01-01";
   return p;
@@ -119,6 +121,41 @@ TEST(ProfileStackTest, PartialTableKeepsThePriorsOfTheKeysItLacks) {
   const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
   EXPECT_EQ(p.hw.hf_peft.device_scale, model::StackTerms{}.device_scale);
   EXPECT_EQ(p.hw.hf_peft.source, "hand");
+}
+
+TEST(ProfileStackTest, SpreadsAreWrittenAndReadBack) {
+  const Profile p = with_fitted_stack();
+  const std::string text = to_toml(p);
+  EXPECT_TRUE(contains(text, "host_spread = 0.2345678901234567\n")) << text;
+  EXPECT_TRUE(contains(text, "device_spread = ")) << text;
+  const Profile back = parse_profile(text, "test.toml");
+  EXPECT_EQ(back.hw.hf_peft.host_spread, 0.2345678901234567);
+  EXPECT_EQ(back.hw.hf_peft.device_spread, 1.0 / 11.0);
+}
+
+TEST(ProfileStackTest, TableWithoutSpreadsReadsTheirPriors) {
+  // Profiles written before the spreads existed (hwprofiles/h200.toml among them).
+  const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
+  EXPECT_EQ(p.hw.hf_peft.host_spread, 0.20);
+  EXPECT_EQ(p.hw.hf_peft.device_spread, 0.10);
+  const Profile h200 = builtin_profile("h200");
+  EXPECT_EQ(h200.hw.hf_peft.host_spread, model::StackTerms{}.host_spread);
+  EXPECT_EQ(h200.hw.hf_peft.device_spread, model::StackTerms{}.device_spread);
+}
+
+TEST(ProfileStackTest, SpreadsOutsideZeroToOneAreRefusedNamingTheirPath) {
+  for (const char* key : {"host_spread", "device_spread"}) {
+    for (const char* value : {"1.0", "1.5"}) {
+      const std::string msg =
+          parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = " + value + "\n");
+      EXPECT_TRUE(contains(msg, std::string("[stack.hf-peft].") + key)) << msg;
+      EXPECT_TRUE(contains(msg, "[0, 1)")) << msg;
+    }
+    const std::string negative = parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = -0.1\n");
+    EXPECT_TRUE(contains(negative, ">= 0")) << negative;
+    EXPECT_EQ(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = 0.0\n"), "");
+    EXPECT_EQ(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = 0.99\n"), "");
+  }
 }
 
 TEST(ProfileStackTest, UnknownKeyIsRefusedNamingItsPath) {

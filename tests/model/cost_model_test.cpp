@@ -94,6 +94,66 @@ TEST(CostModelTest, HostBoundStepIsTheHostsTimeAndDeviceBoundTheDevices) {
   EXPECT_DOUBLE_EQ(device.total_s, device.device_s);
 }
 
+namespace {
+Workload hf_qwen() {
+  Workload w = qwen();
+  w.stack.kind = StackKind::hf_peft;
+  return w;
+}
+}  // namespace
+
+TEST(CostModelTest, ZeroSpreadsMakeARangeOfOnePoint) {
+  HardwareModel hw = test_gpu();
+  hw.hf_peft.host_spread = hw.hf_peft.device_spread = 0;
+  hw.time.overlap_loss = 0.25;  // the range combines as the step does, overlap loss included
+  for (int64_t b : {1, 4, 16}) {
+    const StepTime s = CostModel(hf_qwen(), hw).step(b, 16 / b);
+    EXPECT_EQ(s.low_s, s.total_s);
+    EXPECT_EQ(s.high_s, s.total_s);
+  }
+  // The lorasim stack's spreads are the profile's expected error.
+  hw.expected_time_error = 0;
+  const StepTime s = CostModel(qwen(), hw).step(2, 8);
+  EXPECT_EQ(s.low_s, s.total_s);
+  EXPECT_EQ(s.high_s, s.total_s);
+}
+
+TEST(CostModelTest, HostBoundRangeIsTheHostsTimeOffByItsSpread) {
+  HardwareModel hw = test_gpu();
+  hw.hf_peft.host_fixed_s = 1;  // far above any device time, and above it at any spread
+  hw.hf_peft.host_spread = 0.2;
+  hw.hf_peft.device_spread = 0.1;
+  const StepTime s = CostModel(hf_qwen(), hw).step(4, 2);
+  ASSERT_TRUE(s.host_bound);
+  ASSERT_GT(s.host_s * 0.8, s.device_s * 1.1);
+  EXPECT_EQ(s.total_s, s.host_s);
+  EXPECT_EQ(s.low_s, s.host_s * (1 - 0.2));
+  EXPECT_EQ(s.high_s, s.host_s * (1 + 0.2));
+}
+
+TEST(CostModelTest, DeviceBoundRangeIsTheDevicesTimeOffByItsSpread) {
+  HardwareModel hw = test_gpu();
+  hw.hf_peft.host_fixed_s = hw.hf_peft.host_per_op_s = 0;
+  hw.hf_peft.optimizer_fixed_s = hw.hf_peft.optimizer_per_tensor_s = 0;
+  hw.hf_peft.host_spread = 0.2;
+  hw.hf_peft.device_spread = 0.1;
+  const StepTime s = CostModel(hf_qwen(), hw).step(4, 2);
+  ASSERT_FALSE(s.host_bound);
+  EXPECT_EQ(s.low_s, s.device_s * (1 - 0.1));
+  EXPECT_EQ(s.high_s, s.device_s * (1 + 0.1));
+}
+
+TEST(CostModelTest, RangeOfASynchronousDeviceAddsBothSidesBounds) {
+  HardwareModel hw = test_gpu();
+  hw.overlap = Overlap::sum;
+  hw.expected_time_error = 0.3;
+  const StepTime s = CostModel(qwen(), hw).step(2, 3);
+  EXPECT_DOUBLE_EQ(s.low_s, 0.7 * s.host_s + 0.7 * s.device_s);
+  EXPECT_DOUBLE_EQ(s.high_s, 1.3 * s.host_s + 1.3 * s.device_s);
+  EXPECT_LT(s.low_s, s.total_s);
+  EXPECT_GT(s.high_s, s.total_s);
+}
+
 TEST(CostModelTest, SynchronousDeviceAddsHostAndDevice) {
   HardwareModel hw = test_gpu();
   hw.overlap = Overlap::sum;

@@ -33,6 +33,8 @@ void expect_same_device(const HardwareModel& a, const HardwareModel& b) {
   EXPECT_EQ(a.expected_memory_error, b.expected_memory_error);
   EXPECT_EQ(a.calibrated, b.calibrated);
   EXPECT_EQ(a.stack_applied, b.stack_applied);
+  EXPECT_EQ(a.host_spread, b.host_spread);
+  EXPECT_EQ(a.device_spread, b.device_spread);
 }
 
 HardwareModel gpu_with_stack_terms() {
@@ -53,6 +55,8 @@ HardwareModel gpu_with_stack_terms() {
   t.reserved_logits_share = 0.8;
   t.expected_time_error = 0.7;     // above the GPU's 0.5
   t.expected_memory_error = 0.04;  // below the GPU's 0.2
+  t.host_spread = 0.3;
+  t.device_spread = 0.15;
   t.calibrated = true;
   return hw;
 }
@@ -148,9 +152,15 @@ TEST(StackTest, DescribeNamesEveryOption) {
   EXPECT_EQ(StackSpec::lorasim_runner().describe(), "lorasim (LibTorch runner)");
 }
 
-TEST(StackTermsTest, LorasimStackLeavesTheDeviceUnchanged) {
-  const HardwareModel hw = gpu_with_stack_terms();
-  expect_same_device(for_stack(hw, StackSpec::lorasim_runner()), hw);
+TEST(StackTermsTest, LorasimStackLeavesTheDeviceUnchangedAndSpreadsItsExpectedError) {
+  HardwareModel hw = gpu_with_stack_terms();
+  hw.expected_time_error = 0.11;
+  const HardwareModel v = for_stack(hw, StackSpec::lorasim_runner());
+  // The runner's profile has no spreads of its own: its expected error bounds both sides.
+  EXPECT_EQ(v.host_spread, 0.11);
+  EXPECT_EQ(v.device_spread, 0.11);
+  hw.host_spread = hw.device_spread = 0.11;
+  expect_same_device(v, hw);
 }
 
 TEST(StackTermsTest, HfPeftReplacesHostOptimizerAndMemoryTermsAndKeepsTheGpuRates) {
@@ -177,6 +187,8 @@ TEST(StackTermsTest, HfPeftReplacesHostOptimizerAndMemoryTermsAndKeepsTheGpuRate
   // The larger of the two errors: the stack's terms cannot be better than the GPU's under them.
   EXPECT_EQ(v.expected_time_error, 0.7);
   EXPECT_EQ(v.expected_memory_error, 0.2);
+  EXPECT_EQ(v.host_spread, 0.3);
+  EXPECT_EQ(v.device_spread, 0.15);
   EXPECT_TRUE(v.calibrated);
   // The GPU's own rates and device terms stay.
   for (const char* name : {"gemm_tflops", "gemm_half_tokens", "head_tflops", "attention_tflops", "memory_gbps",
@@ -207,7 +219,7 @@ TEST(StackTermsTest, ApplyingTheStackTwiceIsApplyingItOnce) {
 
 TEST(StackTermsTest, TableNamesEveryNumberOnceAndFindsThem) {
   const auto& table = stack_term_table();
-  EXPECT_EQ(table.size(), 16u);
+  EXPECT_EQ(table.size(), 18u);
   for (const StackTerm& t : table) {
     EXPECT_EQ(find_stack_term(t.name), &t) << t.name;
     for (const StackTerm& u : table) {
@@ -217,4 +229,17 @@ TEST(StackTermsTest, TableNamesEveryNumberOnceAndFindsThem) {
   }
   EXPECT_EQ(find_stack_term("gemm_tflops"), nullptr);
   EXPECT_TRUE(find_stack_term("device_scale")->positive);
+  // The spreads may be 0 (a point prediction) and stay below 1 (a bound above 0 s).
+  for (const char* name : {"host_spread", "device_spread"}) {
+    ASSERT_NE(find_stack_term(name), nullptr) << name;
+    EXPECT_FALSE(find_stack_term(name)->positive) << name;
+    EXPECT_TRUE(find_stack_term(name)->fraction) << name;
+  }
+  EXPECT_FALSE(find_stack_term("device_scale")->fraction);
+}
+
+TEST(StackTermsTest, SpreadPriorsAreTheH200Figures) {
+  const StackTerms t;
+  EXPECT_EQ(t.host_spread, 0.20);
+  EXPECT_EQ(t.device_spread, 0.10);
 }

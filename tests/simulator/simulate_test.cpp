@@ -7,6 +7,7 @@
 #include <string>
 
 #include "model/architecture.h"
+#include "model/cost_model.h"
 #include "model/error.h"
 #include "tests/model/test_hardware.h"
 
@@ -107,6 +108,45 @@ TEST(SimulateTest, AHostBoundRecommendationSaysItsTimeIsLessRepeatable) {
   ASSERT_TRUE(res.recommended.has_value());
   ASSERT_FALSE(res.splits[*res.recommended].host_bound);
   EXPECT_FALSE(host_note(res));
+}
+
+TEST(SimulateTest, EachSplitCarriesItsStepTimesRange) {
+  sim::Request r = request(16);
+  r.workload.stack.kind = model::StackKind::hf_peft;
+  r.hardware.hf_peft.host_spread = 0.25;
+  r.hardware.hf_peft.device_spread = 0.05;
+  const model::CostModel cost(r.workload, r.hardware);
+  for (const auto& s : sim::simulate(r).splits) {
+    const model::StepTime t = cost.step(s.micro_batch, s.accumulation);
+    EXPECT_EQ(s.step_time_low_s, t.low_s);
+    EXPECT_EQ(s.step_time_high_s, t.high_s);
+    EXPECT_LT(s.step_time_low_s, s.step_time_s);
+    EXPECT_GT(s.step_time_high_s, s.step_time_s);
+    if (s.host_bound) {
+      EXPECT_DOUBLE_EQ(s.step_time_high_s, 1.25 * s.step_time_s);
+    }
+  }
+}
+
+TEST(SimulateTest, HostBoundSplitsOfTheHfPeftStackNoteTheirSpread) {
+  auto spread_note = [](const sim::Result& res) -> std::string {
+    for (const auto& n : res.notes)
+      if (n.find("host_spread") != std::string::npos) return n;
+    return "";
+  };
+  sim::Request r = request(16, 128);  // short sequences: the smaller micro-batches are dispatch-bound
+  r.workload.stack.kind = model::StackKind::hf_peft;
+  r.hardware.hf_peft.host_spread = 0.27;
+  sim::Result res = sim::simulate(r);
+  ASSERT_TRUE(res.splits.front().host_bound);
+  EXPECT_NE(spread_note(res).find("±27%"), std::string::npos) << spread_note(res);
+  r.workload.stack = model::StackSpec::lorasim_runner();  // the note is the Python stack's
+  EXPECT_EQ(spread_note(sim::simulate(r)), "");
+  r = request(4, 8192);  // 8k tokens in every micro-batch: the GPU sets the pace of all
+  r.workload.stack.kind = model::StackKind::hf_peft;
+  res = sim::simulate(r);
+  for (const auto& s : res.splits) ASSERT_FALSE(s.host_bound) << s.micro_batch;
+  EXPECT_EQ(spread_note(res), "");
 }
 
 TEST(SimulateTest, PriorProfileIsFlagged) {
