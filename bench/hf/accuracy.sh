@@ -5,10 +5,14 @@
 # Sets (bench/results/h200/hf-peft-run*/; every row below is held out of the fit it is scored on):
 #   A  run7, the lease whose calibration (30-run plan) is the committed [stack.hf-peft]: 15
 #      workloads through the probe's Trainer step and the plain loop, both allocators
-#   B  other leases against the committed profile: run6's, run5's and run2's held-out grids
+#   B  other leases against the committed profile: run6's, run5's and run2's held-out grids, and
+#      run8's default-allocator workloads
 #   T  real Trainer and SFTTrainer runs timed by LorasimCallback, a fresh model per split (run5,
-#      run6: other leases); run3's and run4's reused one model across a cell's splits (see below)
+#      run6, run8: other leases); run3's and run4's reused one model across a cell's splits (see below)
 #   C  run6's held-out grid against run6's own calibration (the lease calibrating itself)
+#   E  run8: a fresh lease calibrating itself with the shipping plan, then its Trainer/SFTTrainer
+#      runs and the default allocator's held-out workloads (the user's path)
+#   R  the calibrated terms of run6, run7 and run8 side by side
 #   D  `lorasim fit` of three runs of one workload (run2, qwen3-1.7b s512 1x8, 2x4, 8x1) on the
 #      builtin h200 profile, scored on run2's other workloads
 #   P  how much one process's step time strays from another's on one lease (run6 allocab rows)
@@ -33,7 +37,7 @@ score() {  # name profile rows...
 # The SFTTrainer rows (trainer_runs.py's one SFTTrainer cell: qwen3-1.7b, 1024 tokens, 4 x 2,
 # dropout 0.05) were written before LorasimCallback recorded TRL's fused LM head, which
 # SFTTrainer (TRL 1.16) always installs; mark them so, as the callback now does itself.
-for run in 3 4 5 6; do
+for run in 3 4 5 6 8; do
   python3 - $R/hf-peft-run$run/trainer-rows.jsonl "$T/trainer-run$run.jsonl" <<'PY'
 import json, sys
 out = open(sys.argv[2], "w")
@@ -49,8 +53,9 @@ score "A same lease (run7): probe step and plain loop, 15 workloads" $P $R/hf-pe
 score "B1 other lease (run6): probe step and plain loop, 15 workloads" $P $R/hf-peft-run6/heldout-rows.jsonl
 score "B2 other lease (run5): probe step and plain loop, 15 workloads" $P $R/hf-peft-run5/heldout-rows.jsonl
 score "B3 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
-score "T1 Trainer and SFTTrainer (LorasimCallback), a fresh model per split (run5, run6)" $P \
-  "$T/trainer-run5.jsonl" "$T/trainer-run6.jsonl"
+score "B4 other lease (run8): probe step and plain loop, the default allocator's 5 workloads" $P $R/hf-peft-run8/heldout-rows.jsonl
+score "T1 Trainer and SFTTrainer (LorasimCallback), a fresh model per split (run5, run6, run8)" $P \
+  "$T/trainer-run5.jsonl" "$T/trainer-run6.jsonl" "$T/trainer-run8.jsonl"
 # trainer_runs.py of run3/run4 reused one model across a cell's splits; a model reused after a
 # Trainer has run holds memory of that run (bench/results/h200/hf-peft-run4/peak-snapshot.txt: a
 # fresh model's Trainer step peaks at the probe's to the MiB), so later splits' peaks are inflated.
@@ -58,6 +63,10 @@ score "T2 Trainer and SFTTrainer, a model reused across splits (run3, run4)" $P 
   "$T/trainer-run3.jsonl" "$T/trainer-run4.jsonl"
 "$L" fit --measurements $R/hf-peft-run6/calib-hf-runs.csv --gpu h200 --out "$T/run6.toml" > /dev/null
 score "C run6's rows against run6's own calibration" "$T/run6.toml" $R/hf-peft-run6/heldout-rows.jsonl
+# E: the user's path on a fresh lease: calibrate with the shipping plan, then train.
+"$L" fit --measurements $R/hf-peft-run8/calib-hf-runs.csv --gpu h200 --out "$T/run8.toml" > /dev/null
+score "E run8 against run8's own calibration: Trainer and SFTTrainer (LorasimCallback)" "$T/run8.toml" "$T/trainer-run8.jsonl"
+score "E2 run8 against run8's own calibration: the default allocator's 5 held-out workloads" "$T/run8.toml" $R/hf-peft-run8/heldout-rows.jsonl
 # D: three splits of one workload refine the builtin profile; the other workloads are scored.
 python3 - "$R/hf-peft-run2/heldout-rows.jsonl" "$T" <<'PY'
 import json, sys
@@ -76,17 +85,32 @@ score "D fit of three runs of one workload (run2) on the builtin profile, other 
   echo "# hf-peft stack: accuracy on held-out H200 runs"
   echo
   echo "Produced by \`bash bench/hf/accuracy.sh\` ($(date -u +%Y-%m-%d), $(uname -m), lorasim $("$L" --version | head -1 | awk '{print $2}'))"
-  echo "from the committed rows in bench/results/h200/hf-peft-run2..7 and hwprofiles/h200.toml; the runs were"
+  echo "from the committed rows in bench/results/h200/hf-peft-run2..8 and hwprofiles/h200.toml; the runs were"
   echo "measured on NVIDIA H200 leases with torch 2.11, transformers 5.17, peft 0.21 (trl 1.16 for SFTTrainer)."
   echo "No row scored here was used to fit the profile it is scored against. Regimes: the profile's host/device"
   echo "ratio of the split (host-bound > 1.25, device-bound < 0.8)."
   echo
-  for f in "$T"/A*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/T1*.md "$T"/T2*.md "$T"/C*.md "$T"/D*.md; do cat "$f"; done
+  for f in "$T"/A*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/B4*.md "$T"/T1*.md "$T"/T2*.md "$T"/C*.md "$T"/E\ *.md "$T"/E2*.md "$T"/D*.md; do cat "$f"; done
   echo "D's fit moved:"
   echo
   echo '```'
   grep -E "^  stack|refitted" "$T/three-fit.txt"
   echo '```'
+  echo
+  echo "### R the calibrated terms, lease to lease (the shipping 30-run plan: run7, run8; 28 runs: run6)"
+  echo
+  echo "| lease | host_fixed_s | host_per_op_s | recompute_host_share | device_scale | head_device_scale | saved_scale | reserved_logits_share |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for run in 6 7 8; do
+    "$L" fit --measurements $R/hf-peft-run$run/calib-hf-runs.csv --gpu h200 --out "$T/terms$run.toml" > /dev/null
+    python3 - "$T/terms$run.toml" run$run <<'PY'
+import re, sys
+text = open(sys.argv[1]).read().split("[stack.hf-peft]")[1]
+v = dict(re.findall(r"^(\w+) = ([0-9.e+-]+)$", text, re.M))
+keys = ["host_fixed_s", "host_per_op_s", "recompute_host_share", "device_scale", "head_device_scale", "saved_scale", "reserved_logits_share"]
+print("| " + sys.argv[2] + " | " + " | ".join(f"{float(v[k]):.3g}" for k in keys) + " |")
+PY
+  done
   echo
   echo "### P one lease, several processes: the host's speed (run6, \`python3 bench/hf/process_spread.py\`)"
   echo
