@@ -211,12 +211,13 @@ void print_live_json(const LiveValidation& v, const hw::Profile& profile, const 
 void print_live_csv(const LiveValidation& v) {
   std::cout << "micro_batch,accumulation,predicted_step_time_s,measured_step_time_s,step_time_error,"
                "predicted_peak_reserved_bytes,measured_peak_reserved_bytes,reserved_error,predicted_fits,measured_oom,"
-               "predicted_worst_reserved_bytes\n";
+               "predicted_worst_reserved_bytes,predicted_step_time_low_s,predicted_step_time_high_s\n";
   for (const auto& c : v.rows)
     std::cout << c.micro_batch << ',' << c.accumulation << ',' << c.predicted_step_time_s << ','
               << c.measured_step_time_s << ',' << c.step_time_error() << ',' << c.predicted_reserved_bytes << ','
               << c.measured_reserved_bytes << ',' << c.reserved_error() << ',' << (c.predicted_fits ? "true" : "false")
-              << ',' << (c.measured_oom ? "true" : "false") << ',' << c.predicted_worst_reserved_bytes << '\n';
+              << ',' << (c.measured_oom ? "true" : "false") << ',' << c.predicted_worst_reserved_bytes << ','
+              << c.predicted_step_time_low_s << ',' << c.predicted_step_time_high_s << '\n';
 }
 
 void print_live_table(const LiveValidation& v, const hw::Profile& profile, const calib::ComparisonSummary& sum) {

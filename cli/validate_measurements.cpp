@@ -126,7 +126,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
   if (format == Format::csv) {
     std::cout << "workload,micro_batch,accumulation,predicted_step_time_s,measured_step_time_s,step_time_error,"
                  "predicted_peak_reserved_bytes,measured_peak_reserved_bytes,reserved_error,"
-                 "predicted_worst_reserved_bytes\n";
+                 "predicted_worst_reserved_bytes,predicted_step_time_low_s,predicted_step_time_high_s\n";
     // The workload label lists the LoRA targets with commas: quoted, as RFC 4180 has it.
     for (const auto& jg : jgroups)
       for (const auto& s : jg["splits"])
@@ -134,7 +134,8 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
                   << ',' << s["predicted_step_time_s"] << ',' << s["measured_step_time_s"] << ','
                   << s["step_time_error"] << ',' << s["predicted_peak_reserved_bytes"] << ','
                   << s["measured_peak_reserved_bytes"] << ',' << s["reserved_error"] << ','
-                  << s["predicted_worst_reserved_bytes"] << '\n';
+                  << s["predicted_worst_reserved_bytes"] << ',' << s["predicted_step_time_low_s"] << ','
+                  << s["predicted_step_time_high_s"] << '\n';
     return kOk;
   }
   std::cout << "profile:  " << profile_line(profile) << "\nmeasured: " << path << " (" << rows.size() << " runs, "

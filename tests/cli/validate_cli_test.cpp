@@ -51,12 +51,21 @@ TEST(ValidateCliTest, ValidateMeasurementsReportsTheWorstCaseAndQuotesCsvLabels)
   const std::vector<std::string> csv =
       lines_of(ok({"validate", "--measurements", runs.string(), "--gpu", "h200", "--format", "csv"}));
   ASSERT_EQ(csv.size(), 3u);
-  EXPECT_EQ(csv[0].substr(csv[0].rfind(',') + 1), "predicted_worst_reserved_bytes");
+  EXPECT_NE(csv[0].find(",predicted_worst_reserved_bytes,predicted_step_time_low_s,predicted_step_time_high_s"),
+            std::string::npos) << csv[0];
   for (size_t i = 1; i < csv.size(); ++i) {
-    // The label's commas (q,k,v,...) sit inside quotes; outside them, ten fields.
+    // The label's commas (q,k,v,...) sit inside quotes; outside them, twelve fields.
     EXPECT_EQ(csv[i].rfind("\"qwen3-1.7b L=28 s=512 r=16 q,k,v,o,gate,up,down bf16 B=16 lorasim\",", 0), 0u) << csv[i];
     const std::string rest = csv[i].substr(csv[i].find("\",") + 2);
-    EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 8) << csv[i];
+    EXPECT_EQ(std::count(rest.begin(), rest.end(), ','), 10) << csv[i];
+    // The range's ends, in the JSON's order of the same split, bracket the prediction.
+    const auto field = [&](int k) {
+      std::string r = rest;
+      for (int n = 0; n < k; ++n) r = r.substr(r.find(',') + 1);
+      return std::stod(r.substr(0, r.find(',')));
+    };
+    EXPECT_LT(field(9), field(2)) << csv[i];
+    EXPECT_GT(field(10), field(2)) << csv[i];
   }
 }
 
