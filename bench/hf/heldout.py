@@ -52,6 +52,12 @@ CELLS = {
         ("qwen3-4b", 2048, 8, False, 0.0, True, "trainer"),
     ],
 }
+# Not held-out cells: the same two workloads with checkpointing and autocast each on and off, to
+# tell an architecture's device-time error from checkpointing's (--cell-list ckpt-autocast).
+EXTRA_CELLS = {
+    "ckpt-autocast": [(m, 2048, 4, ckpt, 0.0, ac, "trainer") for m in ("llama-3.2-3b", "qwen3-4b")
+                      for ckpt in (True, False) for ac in (True, False)],
+}
 MAX_ACCUM = 8
 
 
@@ -71,7 +77,7 @@ def run_probe_cells(args, out):
     probe = Probe(device, args.allocator)
     torch = probe.torch
     t0 = time.perf_counter()
-    cells = CELLS[args.cell_list or args.allocator]
+    cells = {**CELLS, **EXTRA_CELLS}[args.cell_list or args.allocator]
     if args.cells:
         cells = [cells[int(i)] for i in args.cells.split(",")]
     if args.smoke:
@@ -119,7 +125,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--out", required=True, help="JSON Lines file to append rows to")
     ap.add_argument("--cells", help="comma list of cell indices of the allocator's list (default: all, in order)")
-    ap.add_argument("--cell-list", choices=sorted(CELLS),
+    ap.add_argument("--cell-list", choices=sorted({**CELLS, **EXTRA_CELLS}),
                     help="the list --cells indexes (default: the allocator's own): the same cells in both allocators")
     ap.add_argument("--smoke", action="store_true", help="a tiny model on the CPU: checks the script, measures nothing")
     args = ap.parse_args()

@@ -7,6 +7,7 @@
 #   saved    bench/hf/saved_tensors_gpu.sh (saved-tensor bytes per module), tarred
 #   heldout  bench/hf/heldout.py, both allocators (probe step: Trainer's and the plain loop)
 #   heldout-default, heldout-expandable  one allocator's half of it
+#   ckpt-autocast  llama-3.2-3b and qwen3-4b at 2048 tokens, checkpointing x autocast
 #   allocab  two held-out cells in alternating default/expandable processes, twice (allocator cost)
 #   trainer  bench/hf/trainer_runs.py --sft (a real Trainer and SFTTrainer with LorasimCallback)
 # Wheels the machine lacks (trl and its needs) travel in .whl/ (README of the device tool).
@@ -66,6 +67,11 @@ for s in $STAGES; do
             --budget-s 90 --out "$OUT/allocab-rows.jsonl" 2>> "$OUT/allocab.log"
         done
       done ;;
+    ckpt-autocast)
+      # Two architectures at 2048 tokens with checkpointing and autocast each on and off.
+      stage ckpt-autocast
+      timeout ${CKPT_AB_S:-200} python3 bench/hf/heldout.py --allocator expandable --cell-list ckpt-autocast \
+        --budget-s ${CKPT_AB_BUDGET:-150} --out "$OUT/ckpt-autocast-rows.jsonl" 2>> "$OUT/ckpt-autocast.log" ;;
     heldout-same)
       # A few held-out cells on the lease that calibrated (host speed drifts between leases).
       stage heldout-same
