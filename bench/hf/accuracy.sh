@@ -12,6 +12,7 @@
 #   C  run6's held-out grid against run6's own calibration (the lease calibrating itself)
 #   E  run8: a fresh lease calibrating itself with the shipping plan, then its Trainer/SFTTrainer
 #      runs and the default allocator's held-out workloads (the user's path)
+#   F  run9: two architectures at 2048 tokens with checkpointing and autocast each on and off
 #   R  the calibrated terms of run6, run7 and run8 side by side
 #   D  `lorasim fit` of three runs of one workload (run2, qwen3-1.7b s512 1x8, 2x4, 8x1) on the
 #      builtin h200 profile, scored on run2's other workloads
@@ -54,6 +55,8 @@ score "B1 other lease (run6): probe step and plain loop, 15 workloads" $P $R/hf-
 score "B2 other lease (run5): probe step and plain loop, 15 workloads" $P $R/hf-peft-run5/heldout-rows.jsonl
 score "B3 other lease (run2): probe step and plain loop, 15 workloads" $P $R/hf-peft-run2/heldout-rows.jsonl
 score "B4 other lease (run8): probe step and plain loop, the default allocator's 5 workloads" $P $R/hf-peft-run8/heldout-rows.jsonl
+score "F other lease (run9): llama-3.2-3b and qwen3-4b at 2048 tokens, checkpointing x autocast" $P \
+  $R/hf-peft-run9/ckpt-autocast-rows.jsonl
 score "T1 Trainer and SFTTrainer (LorasimCallback), a fresh model per split (run5, run6, run8)" $P \
   "$T/trainer-run5.jsonl" "$T/trainer-run6.jsonl" "$T/trainer-run8.jsonl"
 # trainer_runs.py of run3/run4 reused one model across a cell's splits; a model reused after a
@@ -85,12 +88,12 @@ score "D fit of three runs of one workload (run2) on the builtin profile, other 
   echo "# hf-peft stack: accuracy on held-out H200 runs"
   echo
   echo "Produced by \`bash bench/hf/accuracy.sh\` ($(date -u +%Y-%m-%d), $(uname -m), lorasim $("$L" --version | head -1 | awk '{print $2}'))"
-  echo "from the committed rows in bench/results/h200/hf-peft-run2..8 and hwprofiles/h200.toml; the runs were"
+  echo "from the committed rows in bench/results/h200/hf-peft-run2..9 and hwprofiles/h200.toml; the runs were"
   echo "measured on NVIDIA H200 leases with torch 2.11, transformers 5.17, peft 0.21 (trl 1.16 for SFTTrainer)."
   echo "No row scored here was used to fit the profile it is scored against. Regimes: the profile's host/device"
   echo "ratio of the split (host-bound > 1.25, device-bound < 0.8)."
   echo
-  for f in "$T"/A*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/B4*.md "$T"/T1*.md "$T"/T2*.md "$T"/C*.md "$T"/E\ *.md "$T"/E2*.md "$T"/D*.md; do cat "$f"; done
+  for f in "$T"/A*.md "$T"/B1*.md "$T"/B2*.md "$T"/B3*.md "$T"/B4*.md "$T"/T1*.md "$T"/T2*.md "$T"/C*.md "$T"/E\ *.md "$T"/E2*.md "$T"/F*.md "$T"/D*.md; do cat "$f"; done
   echo "D's fit moved:"
   echo
   echo '```'
