@@ -20,6 +20,9 @@ Example: python3 bench/accuracy/hf_peft_runs.py --models qwen3-1.7b --seq-lens 5
 """
 import argparse, csv, gc, os, statistics, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hf"))
+from random_tokens import random_tokens  # noqa: E402  (bench/hf/random_tokens.py)
+
 # The allocator reads this when torch initialises CUDA; set it before importing torch.
 ALLOC_CONF_SOURCE = "environment" if "PYTORCH_CUDA_ALLOC_CONF" in os.environ else "set by hf_peft_runs.py"
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
@@ -129,16 +132,6 @@ def measure(args, runs, out):
     from transformers import (AutoModelForCausalLM, Trainer, TrainerCallback, TrainingArguments,
                               default_data_collator)
 
-    class RandomTokens(torch.utils.data.Dataset):
-        def __init__(self, n, seq_len, vocab):
-            self.ids = torch.randint(0, vocab, (n, seq_len), generator=torch.Generator().manual_seed(0))
-
-        def __len__(self):
-            return len(self.ids)
-
-        def __getitem__(self, i):
-            return {"input_ids": self.ids[i], "labels": self.ids[i]}
-
     class StepTimer(TrainerCallback):
         # Trainer fetches an accumulation window's batches *before* on_step_begin, so time from one
         # on_step_end to the next; that covers data, forward/backward, clipping and optimizer.
@@ -198,7 +191,7 @@ def measure(args, runs, out):
         saved = {k: model.__dict__[k] for k in ("forward", "_original_forward") if k in model.__dict__}
         trainer, oom = None, False
         try:
-            trainer = Trainer(model=model, args=targs, train_dataset=RandomTokens(b * a * args.steps, seq, vocab),
+            trainer = Trainer(model=model, args=targs, train_dataset=random_tokens(torch, b * a * args.steps, seq, vocab),
                               data_collator=default_data_collator, callbacks=[timer])
             trainer.train()
         except torch.cuda.OutOfMemoryError:

@@ -13,6 +13,7 @@ import argparse, gc, json, os, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+from random_tokens import random_tokens  # noqa: E402  (bench/hf/, this script's folder)
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
 # (model, config, seq, splits, ckpt, dropout, trainer class)
@@ -39,16 +40,6 @@ def main():
 
     import torch, transformers, peft
     from lorasim_hf.callback import LorasimCallback
-
-    class RandomTokens(torch.utils.data.Dataset):
-        def __init__(self, n, seq, vocab):
-            self.ids = torch.randint(0, vocab, (n, seq), generator=torch.Generator().manual_seed(0))
-
-        def __len__(self):
-            return len(self.ids)
-
-        def __getitem__(self, i):
-            return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
     def build(cfg_path, ckpt, dropout):
         with open(os.path.join(HERE, cfg_path)) as f:
@@ -98,7 +89,7 @@ def main():
                     else:
                         targs = transformers.TrainingArguments(**common, remove_unused_columns=False)
                         trainer = transformers.Trainer(model=model, args=targs,
-                                                       train_dataset=RandomTokens(b * a * args.steps, seq, vocab),
+                                                       train_dataset=random_tokens(torch, b * a * args.steps, seq, vocab),
                                                        data_collator=transformers.default_data_collator,
                                                        callbacks=[cb])
                     trainer.train()
