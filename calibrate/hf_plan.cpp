@@ -57,12 +57,15 @@ std::vector<HfPlannedRun> fit_to_memory(std::vector<HfPlannedRun> runs, const Hf
   std::vector<HfPlannedRun> kept;
   for (HfPlannedRun& r : runs) {
     Measurement& m = r.planned;
-    while (predicted_need_bytes(r, opt.hardware) > limit) {
+    const auto shrink = [&m] {
       if (m.micro_batch > 1) m.micro_batch /= 2;
       else if (m.workload.train.seq_len > kMinPlanSeqLen) m.workload.train.seq_len /= 2;
-      else break;
-    }
-    if (predicted_need_bytes(r, opt.hardware) > limit) continue;
+      else return false;
+      return true;
+    };
+    double need = predicted_need_bytes(r, opt.hardware);
+    while (need > limit && shrink()) need = predicted_need_bytes(r, opt.hardware);
+    if (need > limit) continue;
     const bool duplicate = std::any_of(kept.begin(), kept.end(), [&](const HfPlannedRun& k) { return k.label() == r.label(); });
     if (!duplicate) kept.push_back(r);
   }
