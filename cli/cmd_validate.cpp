@@ -71,8 +71,10 @@ po::options_description validate_options(ValidateArgs& a) {
 void print_help(const po::options_description& desc) {
   std::cout << "usage: lorasim validate [options]\n\n"
                "Runs real training for each split and prints predicted vs measured step time and\n"
-               "peak memory with signed errors, their mean and max, and whether the recommended\n"
-               "split was the fastest measured.\n\n"
+               "peak memory with signed errors, their mean and max, how many step times fell\n"
+               "within the predicted range, and whether the recommended split was the fastest\n"
+               "measured of those whose peak left the safety margin free (regret; regret_any\n"
+               "against the fastest that ran).\n\n"
                "examples:\n"
                "  lorasim validate --profile my-h200.toml --device cuda --model qwen3-1.7b --effective-batch 16 --seq-len 512 --steps 8\n"
                "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
