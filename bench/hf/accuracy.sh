@@ -33,7 +33,7 @@ score() {  # name profile rows...
     "$L" validate --measurements "$f" --profile "$prof" --format json > "$T/$name-$(basename "$f").json"
     js+=("$T/$name-$(basename "$f").json")
   done
-  python3 bench/hf/summarize.py --lorasim "$L" --profile "$prof" --title "$name" --markdown "$T/$name.md" "${js[@]}" > "$T/s/$name.json"
+  python3 bench/hf/summarize.py --lorasim "$L" --profile "$prof" --profile-label "${prof/#$T\//fitted by accuracy.sh: }" --title "$name" --markdown "$T/$name.md" "${js[@]}" > "$T/s/$name.json"
 }
 # The SFTTrainer rows (trainer_runs.py's one SFTTrainer cell: qwen3-1.7b, 1024 tokens, 4 x 2,
 # dropout 0.05) were written before LorasimCallback recorded TRL's fused LM head, which

@@ -8,7 +8,7 @@ per regime); validate output from before the range existed is scored against `si
 
   python3 bench/hf/summarize.py --lorasim build/cli/lorasim --profile P validate.json [...]
 """
-import argparse, json, re, statistics, subprocess, sys
+import argparse, json, os, re, statistics, subprocess, sys
 
 
 def regime(host, device):
@@ -57,6 +57,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lorasim", required=True)
     ap.add_argument("--profile", required=True)
+    ap.add_argument("--profile-label", help="how the JSON names the profile (default: its path)")
     ap.add_argument("--markdown", help="also write a Markdown table here")
     ap.add_argument("--title", default="held-out hf-peft runs")
     ap.add_argument("validate_json", nargs="+")
@@ -82,7 +83,7 @@ def main():
                 if s.get("reserved_error") is not None:
                     res.append(s["reserved_error"])
                     worst_under.append(max(0.0, 1 - s["predicted_worst_reserved_bytes"] / s["measured_peak_reserved_bytes"]))
-    out = {"title": a.title, "profile": a.profile, "inputs": a.validate_json,
+    out = {"title": a.title, "profile": a.profile_label or a.profile, "inputs": [os.path.basename(p) for p in a.validate_json],
            "step_time": {k: stats(v) for k, v in sorted(time_by.items())},
            "time_range_coverage": {k: coverage(v) for k, v in sorted(range_by.items())},
            "peak_reserved": dict(stats(res), largest_under=max([-x for x in res] + [0.0]),
