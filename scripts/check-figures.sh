@@ -13,21 +13,17 @@ old=$(realpath "$old")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 n=0
-same() {  # label, then the arguments of one lorasim run
+same() {  # label, then the arguments of one lorasim run; @OUT@ names a file it writes
   local label=$1; shift
   n=$((n + 1))
-  (cd "$tmp" && "$old" "$@" > old.out 2>&1; echo "exit $?" >> old.out
-   for f in *.toml *.svg; do [ -e "$f" ] && mv "$f" "old-$f"; done) 2>/dev/null
-  (cd "$tmp" && "$new" "$@" > new.out 2>&1; echo "exit $?" >> new.out) 2>/dev/null
+  rm -rf "$tmp/old" "$tmp/new"; mkdir -p "$tmp/old" "$tmp/new"
+  "$old" "${@//@OUT@/$tmp/old}" > "$tmp/old.out" 2>&1; echo "exit $?" >> "$tmp/old.out"
+  "$new" "${@//@OUT@/$tmp/new}" > "$tmp/new.out" 2>&1; echo "exit $?" >> "$tmp/new.out"
+  sed -i "s#$tmp/old#@OUT@#g" "$tmp/old.out"; sed -i "s#$tmp/new#@OUT@#g" "$tmp/new.out"
   if ! diff -u "$tmp/old.out" "$tmp/new.out" > "$tmp/d"; then
     echo "DIFFERS: $label: lorasim $*"; head -40 "$tmp/d"; fail=1
   fi
-  for f in "$tmp"/old-*; do
-    [ -e "$f" ] || continue
-    local g="$tmp/${f##*/old-}"
-    if ! diff -u "$f" "$g" > "$tmp/d"; then echo "DIFFERS: $label: file ${g##*/}"; head -40 "$tmp/d"; fail=1; fi
-    rm -f "$f" "$g"
-  done
+  if ! diff -ru "$tmp/old" "$tmp/new" > "$tmp/d"; then echo "DIFFERS: $label: files written"; head -40 "$tmp/d"; fail=1; fi
 }
 root=$PWD
 cfg=$root/bench/hf/configs/qwen3-4b.json
@@ -54,9 +50,9 @@ same catalog profiles --format json
 # The committed profiles refit to the digit (the fit reads only committed rows).
 same refit fit --measurements "$root/bench/results/h200/accuracy-run2/calib-runs.csv" \
   --measurements "$root/bench/results/h200/accuracy-run3/calib-runs.csv" \
-  --measurements "$root/bench/results/h200/accuracy-run4/calib-runs.csv" --gpu h200 --out refit.toml
-same refit-hf fit --measurements "$root/bench/results/h200/hf-peft-run7/calib-hf-runs.csv" --gpu h200 --out refit-hf.toml
-same refit-hf8 fit --measurements "$root/bench/results/h200/hf-peft-run8/calib-hf-runs.csv" --gpu h200 --out refit-hf8.toml
+  --measurements "$root/bench/results/h200/accuracy-run4/calib-runs.csv" --gpu h200 --out @OUT@/refit.toml
+same refit-hf fit --measurements "$root/bench/results/h200/hf-peft-run7/calib-hf-runs.csv" --gpu h200 --out @OUT@/refit-hf.toml
+same refit-hf8 fit --measurements "$root/bench/results/h200/hf-peft-run8/calib-hf-runs.csv" --gpu h200 --out @OUT@/refit-hf8.toml
 # The validations behind bench/results (the runner's grid and the hf-peft held-out sets).
 same validate validate --measurements "$root/bench/results/h200/accuracy-run3/grid-runs.csv" --profile "$root/hwprofiles/h200.toml" --format json
 same validate validate --measurements "$root/bench/results/h200/accuracy-run3/grid-runs.csv" --profile "$root/hwprofiles/h200.toml"
