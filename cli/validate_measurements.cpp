@@ -93,6 +93,8 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
           throw InputError(path + ": the runs " + k + ": " + e.what() +
                            ": give the runs' precision in a precision column (docs/measurements.md), or "
                            "compare them with a profile of the GPU they ran on (--gpu or --profile)");
+        // Another value of the rows (a LoRA rank, ...): the file's, not the flag of that name.
+        if (!e.quantity().empty()) throw InputError(path + ": the runs " + k + ": " + e.what());
         throw;
       }
     }();
