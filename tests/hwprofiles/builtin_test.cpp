@@ -105,8 +105,7 @@ TEST(BuiltinProfileTest, UnknownNameSuggestsTheNearest) {
 
 TEST(BuiltinProfileTest, AmbiguousNameListsTheCandidates) {
   EXPECT_EQ(input_error("a100"),
-            "GPU 'a100' is ambiguous: did you mean 'a100-40gb' or 'a100-80gb'? (see `lorasim "
-            "profiles`, or pass --profile FILE)");
+            "GPU 'a100' is ambiguous: did you mean 'a100-40gb' or 'a100-80gb'?");
 }
 
 TEST(BuiltinProfileTest, HopelessNameListsWhatExists) {
