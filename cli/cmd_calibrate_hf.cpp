@@ -61,7 +61,8 @@ bool calibrates_hf_stack(const Args& args) {
 
 int cmd_calibrate_hf(const Args& args) {
   std::string out, save, device = "cuda", model, python, precision = "bf16";
-  int64_t steps = 3, warmup = 1;
+  const calib::HfPlanOptions defaults;
+  int64_t steps = defaults.measure_steps, warmup = defaults.warmup_steps;
   bool dry_run = false;
   HardwareArgs ha;
   ha.gpu.clear();

@@ -40,7 +40,7 @@ struct ValidateArgs {
   std::string device = "auto";
   int64_t effective_batch = 16;
   std::string splits;            ///< "1x16,4x4"; empty: every split
-  int64_t steps = 3, warmup = 1;
+  int64_t steps = 3, warmup = 1;  ///< fewer timed steps than `train`: one run per split
   std::string format = "table";
   MemoryLimitArgs memory;
   double margin = sim::Request{}.safety_margin;

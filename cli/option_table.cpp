@@ -53,9 +53,9 @@ OptionTable& OptionTable::add(const char* flag, po::value_semantic* semantic,
 
 OptionTable& OptionTable::add_text(const char* flag, const std::string& shown,
                                    std::function<void(const std::string&)> handler, const char* help) {
-  auto* v = po::value<std::string>();
-  if (!shown.empty()) v->default_value(shown);
-  return add(flag, v, [h = std::move(handler)](const po::variable_value& v) { h(v.as<std::string>()); }, help);
+  auto* semantic = po::value<std::string>();
+  if (!shown.empty()) semantic->default_value(shown);
+  return add(flag, semantic, [h = std::move(handler)](const po::variable_value& v) { h(v.as<std::string>()); }, help);
 }
 
 OptionTable& OptionTable::integer(const char* flag, int64_t& target, int64_t min, const char* help) {
