@@ -64,7 +64,11 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
     if (d > full)
       throw InputError("calibration depth " + std::to_string(d) + " is deeper than '" + opt.reference.arch.name +
                        "', which has " + std::to_string(full) + " layers: choose depths from 1 to " +
-                       std::to_string(full));
+                       std::to_string(full), "depths");
+  if (opt.deep_depth > full)
+    throw InputError("deep depth " + std::to_string(opt.deep_depth) + " is deeper than '" + opt.reference.arch.name +
+                     "', which has " + std::to_string(full) + " layers: choose one from 1 to " + std::to_string(full) +
+                     ", or 0 for none", "deep_depth");
   std::sort(depths.begin(), depths.end());
   depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
 

@@ -64,18 +64,18 @@ DeviceInfo describe_cpu() {
 
 DeviceInfo describe_cuda(const std::string& asked, int64_t index) {
   if (!cuda_compiled())
-    throw InputError("--device " + asked +
+    throw InputError("device " + asked +
                      ": this lorasim was built against a LibTorch without CUDA; rebuild with a "
-                     "CUDA LibTorch in CMAKE_PREFIX_PATH, or use --device cpu");
+                     "CUDA LibTorch in CMAKE_PREFIX_PATH, or train on the cpu device", "device");
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   if (count == 0)
-    throw InputError("--device " + asked +
+    throw InputError("device " + asked +
                      ": no CUDA device is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES), "
-                     "or use --device cpu");
+                     "or train on the cpu device", "device");
   if (index >= count)
-    throw InputError("--device " + asked + ": only " + std::to_string(count) +
+    throw InputError("device " + asked + ": only " + std::to_string(count) +
                      " CUDA device(s) are visible, so the index must be below " +
-                     std::to_string(count));
+                     std::to_string(count), "device");
   DeviceInfo d;
   d.spec = "cuda:" + std::to_string(index);
   d.is_cuda = true;
@@ -119,7 +119,7 @@ DeviceInfo resolve_device(const std::string& spec) {
     for (char c : digits) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
     if (all_digits) return describe_cuda(spec, std::stoll(digits));
   }
-  throw InputError("--device '" + spec + "': expected auto, cpu, cuda or cuda:N (N a GPU index)");
+  throw InputError("device '" + spec + "': expected auto, cpu, cuda or cuda:N (N a GPU index)", "device");
 }
 
 }  // namespace lorasim::calib

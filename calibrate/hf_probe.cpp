@@ -39,7 +39,7 @@ std::vector<Measurement> run_one_process(const std::string& plan_path, size_t pl
   const std::string cmd = env + "PYTHONUNBUFFERED=1 " + shell_quote(opt.python) +
                           " -m lorasim_hf.probe --plan " + shell_quote(plan_path);
   FILE* out = ::popen(cmd.c_str(), "r");
-  if (!out) throw CalibrationError("cannot start the probe (" + opt.python + "): check --python");
+  if (!out) throw CalibrationError("cannot start the probe (" + opt.python + "): check the Python interpreter", "python");
   std::vector<Measurement> rows;
   std::string line;
   std::string error;
@@ -67,10 +67,10 @@ std::vector<Measurement> run_one_process(const std::string& plan_path, size_t pl
     throw CalibrationError("the probe was interrupted before it finished (" + std::to_string(rows.size()) + " of " +
                            std::to_string(planned) + " runs done); nothing was written");
   const int code = WEXITSTATUS(status);
-  if (code == 127) throw CalibrationError("python interpreter '" + opt.python + "' not found: pass --python PATH");
+  if (code == 127) throw CalibrationError("python interpreter '" + opt.python + "' not found: give the path of a Python with torch, transformers and peft", "python");
   if (code == kProbeMissingPackage)
     throw CalibrationError("the probe cannot run in '" + opt.python +
-                           "' (its message above names the missing package): install it there, or pass --python");
+                           "' (its message above names the missing package): install it there, or use another Python", "python");
   if (code != 0)
     throw CalibrationError("the probe failed (exit " + std::to_string(code) + ", its message is above) after " +
                            std::to_string(rows.size()) + " of " + std::to_string(planned) + " runs");

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -290,7 +292,7 @@ std::vector<Measurement> load_measurements(const std::string& path) {
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError("measurements '" + path + "' is a directory: give a .csv or .jsonl file");
   std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read measurements '" + path + "': no such file or not readable");
+  if (!in) throw ConfigError("cannot read measurements '" + path + "': " + std::strerror(errno), "measurements");
   std::stringstream ss;
   ss << in.rdbuf();
   const bool csv = has_suffix(path, ".csv");

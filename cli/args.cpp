@@ -8,7 +8,6 @@
 #include <limits>
 #include <stdexcept>
 
-#include "hwprofiles/builtin.h"
 #include "model/architecture.h"
 #include "model/error.h"
 #include "model/hf_config.h"
@@ -25,27 +24,33 @@ std::string shortest(double v) {
 
 }  // namespace
 
-void add_workload_options(po::options_description& desc, WorkloadArgs& a) {
-  desc.add_options()
-      ("model", po::value(&a.model)->default_value(a.model), "architecture preset (see `lorasim models`)")
-      ("model-config", po::value(&a.model_config), "Hugging Face config.json of a Llama/Qwen/Mistral-style model (overrides --model)")
-      ("seq-len", po::value(&a.seq_len)->default_value(a.seq_len), "tokens per sequence")
-      ("lora-rank", po::value(&a.lora_rank)->default_value(a.lora_rank), "LoRA rank r")
-      ("lora-alpha", po::value(&a.lora_alpha)->default_value(a.lora_alpha), "LoRA alpha (scale alpha/r)")
-      ("lora-targets", po::value(&a.lora_targets)->default_value(a.lora_targets), "adapted projections: comma list of q,k,v,o,gate,up,down, or all")
-      ("precision", po::value(&a.precision)->default_value(a.precision), "frozen weights and activations: auto, bf16, fp16, fp32 (auto: bf16, or fp16 where bf16 is unsupported)")
-      ("grad-ckpt", po::bool_switch(&a.grad_ckpt), "gradient checkpointing of every decoder block");
-  add_stack_options(desc, a.stack);
+void add_workload_options(OptionTable& t, WorkloadArgs& a) {
+  t.text("model", a.model, "architecture preset (see `lorasim models`)")
+      .quantity("model", "(see `lorasim models`, or pass --model-config path/to/config.json)")
+      .path("model-config", a.model_config, "Hugging Face config.json of a Llama/Qwen/Mistral-style model (overrides --model)")
+      .quantity("model_config")
+      .integer("seq-len", a.seq_len, 1, "tokens per sequence")
+      .quantity("seq_len")
+      .integer("lora-rank", a.lora_rank, 1, "LoRA rank r")
+      .quantity("lora_rank")
+      .real("lora-alpha", a.lora_alpha, 1e-9, 1e9, "LoRA alpha (scale alpha/r)")
+      .quantity("lora_alpha")
+      .text("lora-targets", a.lora_targets, "adapted projections: comma list of q,k,v,o,gate,up,down, or all")
+      .quantity("lora_targets")
+      .text("precision", a.precision, "frozen weights and activations: auto, bf16, fp16, fp32 (auto: bf16, or fp16 where bf16 is unsupported)")
+      .quantity("precision", "(use --precision fp16)")
+      .toggle("grad-ckpt", a.grad_ckpt, "gradient checkpointing of every decoder block");
+  add_stack_options(t, a.stack);
 }
 
-void add_stack_options(po::options_description& desc, StackArgs& a) {
-  desc.add_options()
-      ("stack", po::value(&a.stack)->default_value(a.stack), "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT) or lorasim (lorasim's LibTorch runner)")
-      ("attn-impl", po::value(&a.attn_impl), "hf-peft's attn_implementation: sdpa (default), eager, flash_attention_2")
-      ("lora-dropout", po::value(&a.lora_dropout), "hf-peft's LoraConfig lora_dropout, in [0, 1); default 0")
-      ("allocator", po::value(&a.allocator), "CUDA allocator: default or expandable (expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF); default: default for hf-peft, expandable for lorasim")
-      ("autocast", po::value(&a.autocast), "hf-peft's forward under torch.autocast: true (default; Trainer with bf16/fp16) or false (a plain loop on a half-precision model)")
-      ("fused-lm-head", po::value(&a.fused_lm_head), "hf-peft's loss through TRL's fused LM head: true (SFTTrainer's default in TRL 1.x) or false (default: Transformers' loss over the full logits)");
+void add_stack_options(OptionTable& t, StackArgs& a) {
+  t.text("stack", a.stack, "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT) or lorasim (lorasim's LibTorch runner)")
+      .quantity("stack")
+      .optional_text("attn-impl", a.attn_impl, "hf-peft's attn_implementation: sdpa (default), eager, flash_attention_2")
+      .optional_text("lora-dropout", a.lora_dropout, "hf-peft's LoraConfig lora_dropout, in [0, 1); default 0")
+      .optional_text("allocator", a.allocator, "CUDA allocator: default or expandable (expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF); default: default for hf-peft, expandable for lorasim")
+      .optional_text("autocast", a.autocast, "hf-peft's forward under torch.autocast: true (default; Trainer with bf16/fp16) or false (a plain loop on a half-precision model)")
+      .optional_text("fused-lm-head", a.fused_lm_head, "hf-peft's loss through TRL's fused LM head: true (SFTTrainer's default in TRL 1.x) or false (default: Transformers' loss over the full logits)");
 }
 
 model::StackSpec build_stack(const StackArgs& a) {
@@ -64,7 +69,8 @@ model::StackSpec build_stack(const StackArgs& a) {
       set();
       s.validate();
     } catch (const InputError& e) {
-      const std::string what = e.what();
+      // A stack that lacks the option names the stack that has it: the flag that gets it.
+      const std::string what = std::string(e.what()) + (e.quantity() == "stack" ? " (--stack hf-peft)" : "");
       throw InputError(what.rfind(flag, 0) == 0 ? what : std::string(flag) + ": " + what);
     }
   };
@@ -94,9 +100,9 @@ void require_runner_stack(const model::StackSpec& stack, const std::string& comm
 model::Workload build_workload(const WorkloadArgs& a, bool bf16_supported) {
   model::Workload w;
   w.arch = a.model_config.empty() ? model::preset(a.model) : model::load_hf_config(a.model_config);
-  w.train.seq_len = parse_int("--seq-len", a.seq_len, 1);
-  w.lora.rank = parse_int("--lora-rank", a.lora_rank, 1);
-  w.lora.alpha = parse_real("--lora-alpha", a.lora_alpha, 1e-9, 1e9);
+  w.train.seq_len = a.seq_len;
+  w.lora.rank = a.lora_rank;
+  w.lora.alpha = a.lora_alpha;
   w.lora.targets = model::parse_targets(a.lora_targets);
   if (a.precision == "auto")
     w.train.precision = bf16_supported ? model::Precision::bf16 : model::Precision::fp16;
@@ -179,36 +185,6 @@ Format parse_format(const std::string& text) {
   if (text == "csv") return Format::csv;
   if (text == "json") return Format::json;
   throw InputError("--format must be table, csv or json, got '" + text + "'");
-}
-
-namespace {
-// "did you mean --model qwen3-8b?" when the stray word names a model preset or an embedded GPU
-// and the command has that flag.
-std::string flag_hint(const std::string& word, const po::options_description& desc) {
-  std::string flag;
-  for (const auto& a : model::presets())
-    if (a.name == word) flag = "model";
-  for (const auto& name : hw::builtin_profile_names())
-    if (name == word) flag = "gpu";
-  if (flag.empty() || !desc.find_nothrow(flag, false)) return "every value follows its --flag";
-  return "did you mean --" + flag + " " + word + "?";
-}
-}  // namespace
-
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc) {
-  po::variables_map vm;
-  // Long options only: a value like "-4" must reach the flag (and its range check), not be
-  // taken for a short option.
-  const int style = po::command_line_style::unix_style & ~po::command_line_style::allow_short &
-                    ~po::command_line_style::allow_guessing;
-  const po::parsed_options parsed = po::command_line_parser(args).options(desc).style(style).run();
-  // Without a positional description Boost keeps a bare word and store() drops it, so
-  // `simulate qwen3-8b` would quietly simulate the default model.
-  for (const std::string& word : po::collect_unrecognized(parsed.options, po::include_positional))
-    throw po::error("unexpected argument '" + word + "': " + flag_hint(word, desc));
-  po::store(parsed, vm);
-  po::notify(vm);
-  return vm;
 }
 
 }  // namespace lorasim::cli

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/option_table.h"
 #include "model/workload.h"
 
 namespace lorasim::cli {
@@ -27,28 +28,29 @@ struct StackArgs {
   boost::optional<std::string> autocast;     ///< true or false
   boost::optional<std::string> fused_lm_head;  ///< true or false
 };
-/// --stack, --attn-impl, --lora-dropout, --allocator, --autocast.
-void add_stack_options(po::options_description& desc, StackArgs& args);
+/// --stack, --attn-impl, --lora-dropout, --allocator, --autocast, --fused-lm-head.
+void add_stack_options(OptionTable& table, StackArgs& args);
 /// Parses and validates the stack; an option the stack does not have is refused naming its flag.
 model::StackSpec build_stack(const StackArgs& args);
 /// Refuses a stack other than lorasim's own runner for a command that runs training steps
 /// itself (`command`: "validate", "train"); the hf-peft path is the python package's callback.
 void require_runner_stack(const model::StackSpec& stack, const std::string& command);
 
-/// Raw text of the workload options; parsed after Boost so errors name the flag and the rule.
+/// The workload options. The numbers are typed, and their defaults are the model's own
+/// (model/workload.h, model/lora.h): declared there once, printed by --help from here.
 struct WorkloadArgs {
-  std::string model = "qwen3-1.7b";  ///< preset name
-  std::string model_config;          ///< path to a Hugging Face config.json (overrides --model)
-  std::string seq_len = "512";       ///< tokens per sequence
-  std::string lora_rank = "16";
-  std::string lora_alpha = "32";
+  std::string model = "qwen3-1.7b";                       ///< preset name
+  std::string model_config;                               ///< a Hugging Face config.json (overrides --model)
+  int64_t seq_len = model::TrainingSpec{}.seq_len;        ///< tokens per sequence
+  int64_t lora_rank = model::LoraSpec{}.rank;
+  double lora_alpha = model::LoraSpec{}.alpha;
   std::string lora_targets = "all";
-  std::string precision = "auto";    ///< auto: bf16 where the device supports it, else fp16
+  std::string precision = "auto";  ///< auto: bf16 where the device supports it, else fp16
   bool grad_ckpt = false;
   StackArgs stack;
 };
-void add_workload_options(po::options_description& desc, WorkloadArgs& args);
-/// Adds the workload's and the stack's options (add_stack_options).
+/// The workload's options and the stack's (add_stack_options).
+void add_workload_options(OptionTable& table, WorkloadArgs& args);
 /// Builds and validates the workload; `bf16_supported` resolves precision "auto".
 model::Workload build_workload(const WorkloadArgs& args, bool bf16_supported);
 
@@ -62,9 +64,5 @@ int64_t parse_bytes(const std::string& flag, const std::string& text);
 /// Output formats of commands that print results.
 enum class Format { table, csv, json };
 Format parse_format(const std::string& text);
-
-/// Parses `args` against `desc`; throws po::error on unknown flags and on any bare word (no
-/// command takes positional arguments).
-po::variables_map parse(const std::vector<std::string>& args, const po::options_description& desc);
 
 }  // namespace lorasim::cli

@@ -17,7 +17,9 @@
 #include "cli/commands.h"
 #include "cli/describe.h"
 #include "cli/device_profile.h"
+#include "cli/fit_record.h"
 #include "cli/format.h"
+#include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "model/error.h"
 #include "hwprofiles/match.h"
@@ -68,33 +70,39 @@ void with_flag(const std::string& flag, F f) {
 
 int cmd_calibrate(const Args& args) {
   if (calibrates_hf_stack(args)) return cmd_calibrate_hf(args);
-  std::string save;
-  std::string device = "auto", out, model, depths, seqs, max_tokens = "0", budget = "90", memory_limit;
-  std::string steps = "3", lora_rank = "16", precision = "bf16", deep_depth = "-1", wide_model = "auto",
-              narrow_model = "auto";
-  po::options_description desc("Options");
-  desc.add_options()
-      ("help", "show this help")
-      ("out", po::value(&out), "profile to write (TOML); required")
-      ("save-measurements", po::value(&save), "also write every measured run to this .csv (refit later with `lorasim fit`)")
-      ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
-      ("model", po::value(&model), "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
-      ("budget", po::value(&budget)->default_value(budget), "time budget in seconds, model construction included")
-      ("depths", po::value(&depths), "truncated depths to run, e.g. 1,3 (default 1,3 on CUDA, 1,2 on the CPU)")
-      ("seq-lens", po::value(&seqs), "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
-      ("deep-depth", po::value(&deep_depth)->default_value(deep_depth), "a deeper model timed whole, for the overlap of host and device (-1: half the reference depth on CUDA, none on the CPU; 0: none)")
-      ("wide-model", po::value(&wide_model)->default_value(wide_model), "a wider preset run at the shallow depths, so GEMM and memory-bound time separate across model widths (auto: qwen3-8b on CUDA, none on the CPU; none; or a preset)")
-      ("narrow-model", po::value(&narrow_model)->default_value(narrow_model), "a narrower preset run the same way, for widths below the reference's (auto: qwen2.5-0.5b on CUDA, none on the CPU; none; or a preset)")
-      ("max-tokens", po::value(&max_tokens)->default_value(max_tokens), "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
-      ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
-      ("lora-rank", po::value(&lora_rank)->default_value(lora_rank), "LoRA rank of the reference runs")
-      ("precision", po::value(&precision)->default_value(precision), "CUDA weights precision: bf16 or fp16 (the CPU runs fp32)")
-      ("memory-limit", po::value(&memory_limit), "cap device memory, e.g. 40GiB (runs above it are recorded as out of memory)");
+  const calib::CalibrationOptions defaults;
+  std::string save, device = "auto", out, model, depths, seqs, precision = "bf16";
+  std::string wide_model = defaults.wide_model, narrow_model = defaults.narrow_model;
+  int64_t max_tokens = defaults.max_tokens, steps = defaults.measure_steps, lora_rank = model::LoraSpec{}.rank;
+  int64_t deep_depth = defaults.deep_depth;
+  double budget = defaults.time_budget_s;
+  MemoryLimitArgs memory;
+  OptionTable t;
+  t.path("out", out, "profile to write (TOML, named .toml); required")
+      .path("save-measurements", save, "also write every measured run to this .csv (refit later with `lorasim fit`)")
+      .text("device", device, "auto, cpu, cuda or cuda:N")
+      .quantity("device")
+      .text("model", model, "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
+      .quantity("model", "(see `lorasim models`)")
+      .real("budget", budget, 1, 86400, "time budget in seconds, model construction included")
+      .text("depths", depths, "truncated depths to run, e.g. 1,3 (default 1,3 on CUDA, 1,2 on the CPU)")
+      .quantity("depths")
+      .text("seq-lens", seqs, "sequence lengths, e.g. 256,1024,4096 (default; 32,128 on the CPU)")
+      .integer("deep-depth", deep_depth, -1, "a deeper model timed whole, for the overlap of host and device (-1: half the reference depth on CUDA, none on the CPU; 0: none)")
+      .quantity("deep_depth")
+      .text("wide-model", wide_model, "a wider preset run at the shallow depths, so GEMM and memory-bound time separate across model widths (auto: qwen3-8b on CUDA, none on the CPU; none; or a preset)")
+      .text("narrow-model", narrow_model, "a narrower preset run the same way, for widths below the reference's (auto: qwen2.5-0.5b on CUDA, none on the CPU; none; or a preset)")
+      .integer("max-tokens", max_tokens, 0, "largest micro-batch in tokens (0: 16384 on CUDA, 1024 on the CPU)")
+      .integer("steps", steps, 1, "timed optimizer steps per run (median)")
+      .integer("lora-rank", lora_rank, 1, "LoRA rank of the reference runs")
+      .quantity("lora_rank")
+      .text("precision", precision, "CUDA weights precision: bf16 or fp16 (the CPU runs fp32)")
+      .quantity("precision");
+  add_memory_limit_options(t, memory, "cap device memory, e.g. 40GiB (runs above it are recorded as out of memory)");
   StackArgs stack_args;
   stack_args.stack = "lorasim";
-  add_stack_options(desc, stack_args);
-  const po::variables_map vm = parse(args, desc);
-  if (vm.count("help")) {
+  add_stack_options(t, stack_args);
+  if (!t.parse(args)) {
     std::cout << "usage: lorasim calibrate --out FILE [options]\n\n"
                  "Runs short real LoRA training steps of a reference model truncated to a few depths\n"
                  "(and, on CUDA, of a wider and a narrower model, so that other widths are\n"
@@ -106,12 +114,11 @@ int cmd_calibrate(const Args& args) {
                  "examples:\n"
                  "  lorasim calibrate --device cuda --out my-h200.toml          # about 90 s\n"
                  "  lorasim calibrate --device cpu --model tiny --out cpu.toml\n\n"
-              << desc << "\n";
+              << t.description() << "\n";
     return kOk;
   }
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
-  check_writable("--out", out);
-  if (!save.empty()) check_measurements_writable("--save-measurements", save);
+  check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}});
   const model::StackSpec stack = build_stack(stack_args);
   if (stack.kind != model::StackKind::lorasim)
     throw InputError("--stack hf-peft: this lorasim calibrates only its own LibTorch runner (--stack lorasim)");
@@ -123,21 +130,22 @@ int cmd_calibrate(const Args& args) {
   const calib::DeviceInfo dev = calib::resolve_device(device);
   opt.device = dev.spec;
   opt.reference.arch = model::preset(model.empty() ? (dev.is_cuda ? "qwen3-1.7b" : "tiny") : model);
-  opt.reference.lora.rank = parse_int("--lora-rank", lora_rank, 1);
+  opt.reference.lora.rank = lora_rank;
   opt.reference.train.precision = calib::resolve_precision(precision, dev).precision;
   opt.reference.validate();
   if (!depths.empty()) opt.depths = parse_list("--depths", depths);
   if (!seqs.empty()) opt.seq_lens = parse_list("--seq-lens", seqs);
-  opt.max_tokens = parse_int("--max-tokens", max_tokens, 0);
-  opt.deep_depth = parse_int("--deep-depth", deep_depth, -1);
+  opt.max_tokens = max_tokens;
+  opt.deep_depth = deep_depth;
   opt.wide_model = wide_model;
   opt.narrow_model = narrow_model;
   // An unknown preset fails here, before any training.
   with_flag("--wide-model", [&] { calib::wide_model_name(opt, dev.is_cuda); });
   with_flag("--narrow-model", [&] { calib::narrow_model_name(opt, dev.is_cuda); });
-  opt.time_budget_s = parse_real("--budget", budget, 1, 86400);
-  opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
-  if (vm.count("memory-limit")) opt.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
+  opt.time_budget_s = budget;
+  opt.measure_steps = static_cast<int>(steps);
+  opt.memory_limit_bytes = checked_memory_limit(memory, dev.total_memory_bytes, dev.name);
+  calib::default_plan(opt, dev.is_cuda);  // its checks (depths beyond the model, ...) before any training
 
   hw::Profile profile = hw::base_profile_for(identity_of(dev));
   std::cerr << "calibrating " << dev.name << " (" << dev.spec << ") with " << opt.reference.arch.name
@@ -163,47 +171,35 @@ int cmd_calibrate(const Args& args) {
       [] { return g_interrupted.load(); });
   interrupts.reset();
 
-  profile.hw = res.fit.hardware;
-  profile.hw.calibrated = true;
-  profile.hw.coefficients_precision = opt.reference.train.precision;
-  calib::set_expected_errors(profile.hw, res.fit);
-  profile.origin_source = "lorasim calibrate";
-  // A fresh record: the base profile's own calibration (a built-in's date, refit command,
-  // ...) describes other runs.
-  profile.calibration = {};
-  auto& c = profile.calibration;
-  c.set("date", utc_timestamp());
-  c.set("device", dev.name);
-  c.set("device_spec", dev.spec);
-  c.set("driver_version", dev.driver_version);
-  c.set("cuda_version", dev.cuda_version);
-  c.set("torch_version", dev.torch_version);
-  c.set("reference_model", opt.reference.arch.name);
-  c.set("precision", std::string(model::precision_name(opt.reference.train.precision)));
-  if (dev.is_cuda) {
-    const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");  // set by the runner unless the user did
-    c.set("cuda_alloc_conf", std::string(conf ? conf : ""));
-  }
+  const std::string base = profile.source_text_name;
   std::string plan;
   for (const auto& p : res.plan) plan += (plan.empty() ? "" : "; ") + p.label();
-  c.set("plan", plan);
-  c.set("runs", static_cast<int64_t>(res.measurements.size()));
-  c.set("runs_skipped", static_cast<int64_t>(res.skipped));
-  c.set("duration_s", res.duration_s);
-  c.set("time_rms_rel", res.fit.time_rms_rel);
-  c.set("time_max_rel", res.fit.time_max_rel);
-  c.set("reserved_rms_rel", res.fit.reserved_rms_rel);
-  c.set("reserved_max_rel", res.fit.reserved_max_rel);
+  const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");  // set by the runner unless the user did
+  FitRecord record{"lorasim calibrate", base, "", {}};
+  record.facts = {{"date", utc_timestamp()},
+                  {"device", dev.name},
+                  {"device_spec", dev.spec},
+                  {"driver_version", dev.driver_version},
+                  {"cuda_version", dev.cuda_version},
+                  {"torch_version", dev.torch_version},
+                  {"reference_model", opt.reference.arch.name},
+                  {"precision", std::string(model::precision_name(opt.reference.train.precision))}};
+  if (dev.is_cuda) record.facts.push_back({"cuda_alloc_conf", std::string(conf ? conf : "")});
+  record.facts.insert(record.facts.end(), {{"plan", plan},
+                                           {"runs", static_cast<int64_t>(res.measurements.size())},
+                                           {"runs_skipped", static_cast<int64_t>(res.skipped)},
+                                           {"duration_s", res.duration_s},
+                                           {"reserved_max_rel", res.fit.reserved_max_rel}});
+  record_fit(profile, res.fit, record);
+  profile.hw.calibrated = true;
+  profile.hw.coefficients_precision = opt.reference.train.precision;
   hw::write_profile_file(profile, out);
   if (!save.empty()) calib::write_measurements_csv(res.measurements, save);
 
-  std::cout << "\nfit residuals over " << res.fit.time_points << " runs (predicted vs measured):\n";
-  print_residuals(std::cout, res.fit.residuals);
-  std::cout << "\nstep time: rms " << fixed(100 * res.fit.time_rms_rel, 1) << "%, max "
-            << fixed(100 * res.fit.time_max_rel, 1) << "%; peak reserved: rms "
-            << fixed(100 * res.fit.reserved_rms_rel, 1) << "%, max " << fixed(100 * res.fit.reserved_max_rel, 1)
-            << "%\ncalibration took " << fixed(res.duration_s, 1) << " s (" << res.measurements.size() << " runs, "
-            << res.skipped << " skipped)\nwrote " << out << "\n";
+  std::cout << "\n";
+  print_fit(std::cout, res.fit, base);
+  std::cout << "calibration took " << fixed(res.duration_s, 1) << " s (" << res.measurements.size()
+            << " runs, " << res.skipped << " skipped)\nwrote " << out << "\n";
   return kOk;
 }
 

@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/describe.h"
+#include "cli/fit_record.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
@@ -59,29 +60,30 @@ bool calibrates_hf_stack(const Args& args) {
 }
 
 int cmd_calibrate_hf(const Args& args) {
-  std::string out, save, device = "cuda", model, python, steps = "3", warmup = "1", precision = "bf16";
+  std::string out, save, device = "cuda", model, python, precision = "bf16";
+  const calib::HfPlanOptions defaults;
+  int64_t steps = defaults.measure_steps, warmup = defaults.warmup_steps;
   bool dry_run = false;
   HardwareArgs ha;
   ha.gpu.clear();
   StackArgs sa;
   sa.stack = "hf-peft";
-  po::options_description desc("Options");
-  desc.add_options()
-      ("help", "show this help")
-      ("out", po::value(&out), "profile to write (TOML): the GPU profile with its [stack.hf-peft] terms; required")
-      ("gpu", po::value(&ha.gpu), "the GPU's embedded profile, whose device terms are kept (see `lorasim profiles`)")
-      ("profile", po::value(&ha.profile), "or a profile file, e.g. from `lorasim calibrate` of this GPU")
-      ("device", po::value(&device)->default_value(device), "where the probe trains: cuda, cuda:N or cpu")
-      ("python", po::value(&python), "the Python with torch, transformers and peft (default: $LORASIM_PYTHON, else python3)")
-      ("model", po::value(&model), "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
-      ("precision", po::value(&precision)->default_value(precision), "weights precision on CUDA: bf16 or fp16 (the CPU runs fp32)")
-      ("steps", po::value(&steps)->default_value(steps), "timed optimizer steps per run (median)")
-      ("warmup", po::value(&warmup)->default_value(warmup), "optimizer steps before timing")
-      ("save-measurements", po::value(&save), "also write every measured run to this .csv (refit later with `lorasim fit`)")
-      ("dry-run", po::bool_switch(&dry_run), "print the plan's runs, sized for the GPU, and exit without running them");
-  add_stack_options(desc, sa);
-  const po::variables_map vm = parse(args, desc);
-  if (vm.count("help")) {
+  OptionTable t;
+  t.path("out", out, "profile to write (TOML, named .toml): the GPU profile with its [stack.hf-peft] terms; required");
+  add_hardware_options(t, ha);
+  t.text("device", device, "where the probe trains: cuda, cuda:N or cpu")
+      .quantity("device")
+      .path("python", python, "the Python with torch, transformers and peft (default: $LORASIM_PYTHON, else python3)")
+      .quantity("python")
+      .text("model", model, "reference model preset (default: qwen3-1.7b on CUDA, tiny on the CPU)")
+      .quantity("model", "(see `lorasim models`)")
+      .text("precision", precision, "weights precision on CUDA: bf16 or fp16 (the CPU runs fp32)")
+      .integer("steps", steps, 1, "timed optimizer steps per run (median)")
+      .integer("warmup", warmup, 0, "optimizer steps before timing")
+      .path("save-measurements", save, "also write every measured run to this .csv (refit later with `lorasim fit`)")
+      .toggle("dry-run", dry_run, "print the plan's runs, sized for the GPU, and exit without running them");
+  add_stack_options(t, sa);
+  if (!t.parse(args)) {
     std::cout << "usage: lorasim calibrate --stack hf-peft --out FILE (--gpu NAME | --profile FILE) [options]\n\n"
                  "Calibrates the stack most people train with: runs short real Hugging Face\n"
                  "Transformers + PEFT training steps (the step Trainer runs) of a reference model\n"
@@ -96,15 +98,15 @@ int cmd_calibrate_hf(const Args& args) {
                  "  lorasim calibrate --stack hf-peft --gpu t4 --dry-run\n"
                  "  lorasim calibrate --stack hf-peft --profile my-a100.toml --python ~/venv/bin/python --out a100-hf.toml\n"
                  "  lorasim calibrate --stack hf-peft --device cpu --profile cpu.toml --out cpu-hf.toml\n\n"
-              << desc << "\n";
+              << t.description() << "\n";
     return kOk;
   }
   if (out.empty() && !dry_run) throw InputError("--out FILE is required: where to write the profile");
   if (ha.gpu.empty() && ha.profile.empty())
     throw InputError("--gpu NAME or --profile FILE is required: the GPU's profile, whose device terms the "
                      "hf-peft terms are fitted on (see `lorasim profiles`)");
-  if (!dry_run) check_writable("--out", out);
-  if (!save.empty() && !dry_run) check_measurements_writable("--save-measurements", save);
+  if (!dry_run)
+    check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}}, {{"--profile", ha.profile, ""}});
   hw::Profile profile = select_profile(ha);
   const bool is_cuda = device.rfind("cuda", 0) == 0;
   if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got '" + device + "'");
@@ -118,8 +120,8 @@ int cmd_calibrate_hf(const Args& args) {
   opt.reference.train.precision = is_cuda ? model::parse_precision(precision) : model::Precision::fp32;
   if (!is_cuda) opt.reference.stack.autocast = false;  // the CPU trains in fp32
   opt.reference.validate();
-  opt.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
-  opt.warmup_steps = static_cast<int>(parse_int("--warmup", warmup, 0));
+  opt.measure_steps = static_cast<int>(steps);
+  opt.warmup_steps = static_cast<int>(warmup);
   if (is_cuda) {
     // Runs sized for an H200 shrink to what the profile's GPU holds.
     opt.hardware = profile.hw;
@@ -147,30 +149,20 @@ int cmd_calibrate_hf(const Args& args) {
   const std::vector<calib::Measurement> rows = calib::run_probe(plan, popt);
   const double duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
+  const std::string base = profile.source_text_name;
   const calib::FitReport fit = calib::fit_profile(rows, profile.hw, calib::FitMode::automatic);
-  profile.hw = fit.hardware;
-  model::StackTerms& terms = profile.hw.hf_peft;
-  calib::set_expected_errors(profile.hw, fit);
-  terms.source = "lorasim calibrate --stack hf-peft, " + utc_timestamp();
-  profile.calibration.set("hf_peft_date", utc_timestamp());
-  profile.calibration.set("hf_peft_runs", static_cast<int64_t>(rows.size()));
-  profile.calibration.set("hf_peft_duration_s", duration_s);
-  profile.calibration.set("hf_peft_reference_model", opt.reference.arch.name);
-  profile.calibration.set("hf_peft_time_rms_rel", fit.time_rms_rel);
-  profile.calibration.set("hf_peft_reserved_rms_rel", fit.reserved_rms_rel);
+  const std::string date = utc_timestamp();
+  // The stack's lines go beside the GPU's record, which describes the GPU half kept.
+  record_fit(profile, fit,
+             {"lorasim calibrate --stack hf-peft, " + date, base, "hf_peft_",
+              {{"date", date}, {"runs", static_cast<int64_t>(rows.size())}, {"duration_s", duration_s},
+               {"reference_model", opt.reference.arch.name}}});
   hw::write_profile_file(profile, out);
   if (!save.empty()) calib::write_measurements_csv(rows, save);
 
-  std::cout << "\nfit residuals over " << fit.time_points << " runs (predicted vs measured):\n";
-  print_residuals(std::cout, fit.residuals);
-  std::cout << "\nthe rows moved:\n";
-  for (const auto& m : fit.moved) std::cout << "  " << m.name << " " << m.before << " -> " << m.after << "\n";
-  std::cout << "\nstep time: rms " << fixed(100 * fit.time_rms_rel, 1) << "%, max " << fixed(100 * fit.time_max_rel, 1)
-            << "%";
-  if (fit.memory_points > 0)
-    std::cout << "; peak reserved: rms " << fixed(100 * fit.reserved_rms_rel, 1) << "%, max "
-              << fixed(100 * fit.reserved_max_rel, 1) << "%";
-  std::cout << "\ncalibration took " << fixed(duration_s, 1) << " s (" << rows.size() << " runs)\nwrote " << out
+  std::cout << "\n";
+  print_fit(std::cout, fit, base);
+  std::cout << "calibration took " << fixed(duration_s, 1) << " s (" << rows.size() << " runs)\nwrote " << out
             << "\n";
   return kOk;
 }

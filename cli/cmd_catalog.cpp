@@ -15,11 +15,10 @@ namespace {
 
 bool parse_format_only(const Args& args, const char* usage, Format& format) {
   std::string f = "table";
-  po::options_description desc("Options");
-  desc.add_options()("help", "show this help")("format", po::value(&f)->default_value(f), "table, csv or json");
-  const po::variables_map vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << usage << "\n" << desc << "\n";
+  OptionTable t;
+  t.choice("format", f, {"table", "csv", "json"}, "table, csv or json");
+  if (!t.parse(args)) {
+    std::cout << usage << "\n" << t.description() << "\n";
     return false;
   }
   format = parse_format(f);

@@ -8,6 +8,7 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
+#include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/split_charts.h"
 #include "model/analytics.h"
@@ -19,30 +20,24 @@ namespace {
 struct SimulateArgs {
   WorkloadArgs workload;
   HardwareArgs hardware;
-  std::string effective_batch = "16";
-  std::string steps = "100";
-  std::string memory_limit;
-  std::string safety_margin = "0.05";
+  int64_t effective_batch = 16;  ///< sequences per optimizer step
+  int64_t steps = 100;           ///< optimizer steps for the run-time column
+  MemoryLimitArgs memory;
+  double safety_margin = sim::Request{}.safety_margin;
   std::string format = "table";
   std::string plot;  ///< --plot: SVG chart path, empty for none
 };
 
 /// `with_plot`: `simulate` draws a chart; `recommend` prints one line and has no --plot.
-po::options_description simulate_options(SimulateArgs& a, bool with_plot) {
-  po::options_description desc("Options");
-  desc.add_options()
-      ("help", "show this help")
-      ("effective-batch", po::value(&a.effective_batch)->default_value(a.effective_batch), "sequences per optimizer step, B = micro-batch x accumulation")
-      ("steps", po::value(&a.steps)->default_value(a.steps), "optimizer steps for the run-time column");
-  add_hardware_options(desc, a.hardware);
-  add_workload_options(desc, a.workload);
-  desc.add_options()
-      ("memory-limit", po::value(&a.memory_limit), "usable device memory, e.g. 40GiB (default: the GPU's)")
-      ("safety-margin", po::value(&a.safety_margin)->default_value(a.safety_margin), "fraction of the limit kept free")
-      ("format", po::value(&a.format)->default_value(a.format), "table, csv or json");
-  if (with_plot)
-    desc.add_options()("plot", po::value(&a.plot), "also draw step time and peak memory per split to this .svg");
-  return desc;
+void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
+  t.integer("effective-batch", a.effective_batch, 1, "sequences per optimizer step, B = micro-batch x accumulation")
+      .integer("steps", a.steps, 1, "optimizer steps for the run-time column");
+  add_hardware_options(t, a.hardware);
+  add_workload_options(t, a.workload);
+  add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
+  t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
+      .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json");
+  if (with_plot) t.path("plot", a.plot, "also draw step time and peak memory per split to this .svg");
 }
 
 std::string hf_flags(const sim::Split& s) {
@@ -179,23 +174,23 @@ struct Prepared {
 
 bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out) {
   SimulateArgs a;
-  const po::options_description desc = simulate_options(a, with_plot);
-  const po::variables_map vm = parse(args, desc);
-  if (vm.count("help")) {
-    std::cout << usage << "\n" << desc << "\n";
+  OptionTable t;
+  simulate_options(t, a, with_plot);
+  if (!t.parse(args)) {
+    std::cout << usage << "\n" << t.description() << "\n";
     return false;
   }
   out.format = parse_format(a.format);
-  if (vm.count("plot")) check_writable("--plot", a.plot);
+  if (t.given("plot")) check_outputs({{"--plot", a.plot, ".svg"}});
   out.plot_path = a.plot;
   out.profile = select_profile(a.hardware);
   out.request.hardware = out.profile.hw;
   out.request.workload = build_workload(a.workload, out.profile.hw.bf16_supported);
-  out.request.effective_batch = parse_int("--effective-batch", a.effective_batch, 1);
-  out.request.steps = parse_int("--steps", a.steps, 1);
-  // vm.count, not empty(): an empty --memory-limit is an error, not "the GPU's memory".
-  if (vm.count("memory-limit")) out.request.memory_limit_bytes = parse_bytes("--memory-limit", a.memory_limit);
-  out.request.safety_margin = parse_real("--safety-margin", a.safety_margin, 0, 0.9);
+  out.request.effective_batch = a.effective_batch;
+  out.request.steps = a.steps;
+  out.request.memory_limit_bytes =
+      checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
+  out.request.safety_margin = a.safety_margin;
   return true;
 }
 

@@ -9,34 +9,34 @@
 #include "cli/commands.h"
 #include "cli/describe.h"
 #include "cli/format.h"
+#include "cli/memory_limit.h"
 
 namespace lorasim::cli {
 
 int cmd_train(const Args& args) {
   WorkloadArgs wa;
   wa.stack.stack = "lorasim";  // what `train` runs
-  std::string device = "auto", micro = "1", accum = "1", steps = "10", warmup = "1", format = "table", memory_limit;
-  po::options_description desc("Options");
-  desc.add_options()
-      ("help", "show this help")
-      ("device", po::value(&device)->default_value(device), "auto, cpu, cuda or cuda:N")
-      ("micro-batch", po::value(&micro)->default_value(micro), "sequences per forward/backward")
-      ("accum", po::value(&accum)->default_value(accum), "gradient accumulation steps")
-      ("steps", po::value(&steps)->default_value(steps), "measured optimizer steps")
-      ("warmup", po::value(&warmup)->default_value(warmup), "optimizer steps before measuring");
-  add_workload_options(desc, wa);
-  desc.add_options()
-      ("memory-limit", po::value(&memory_limit), "cap device memory, e.g. 20GiB")
-      ("format", po::value(&format)->default_value(format), "table or json");
-  const po::variables_map vm = parse(args, desc);
-  if (vm.count("help")) {
+  std::string device = "auto", format = "table";
+  int64_t micro = 1, accum = 1, steps = 10, warmup = 1;
+  MemoryLimitArgs memory;
+  OptionTable t;
+  t.text("device", device, "auto, cpu, cuda or cuda:N")
+      .quantity("device")
+      .integer("micro-batch", micro, 1, "sequences per forward/backward")
+      .integer("accum", accum, 1, "gradient accumulation steps")
+      .integer("steps", steps, 1, "measured optimizer steps")
+      .integer("warmup", warmup, 0, "optimizer steps before measuring");
+  add_workload_options(t, wa);
+  add_memory_limit_options(t, memory, "cap device memory, e.g. 20GiB");
+  t.text("format", format, "table or json");
+  if (!t.parse(args)) {
     std::cout << "usage: lorasim train [options]\n\n"
                  "Runs real LoRA training steps (random weights and tokens: speed and memory do not\n"
                  "depend on the values) and reports the measured step time and peak memory.\n\n"
                  "examples:\n"
                  "  lorasim train --device cuda --model qwen3-1.7b --micro-batch 4 --accum 4 --seq-len 512 --steps 50\n"
                  "  lorasim train --device cpu --model tiny --micro-batch 2 --accum 2 --seq-len 64\n\n"
-              << desc << "\n";
+              << t.description() << "\n";
     return kOk;
   }
   const Format fmt = parse_format(format);
@@ -48,12 +48,12 @@ int cmd_train(const Args& args) {
   spec.workload = build_workload(wa, dev.bf16_supported);
   spec.workload.train.precision = precision.precision;
   if (!precision.note.empty()) std::cerr << "note: " << precision.note << "\n";
-  spec.micro_batch = parse_int("--micro-batch", micro, 1);
-  spec.accumulation = parse_int("--accum", accum, 1);
-  spec.measure_steps = static_cast<int>(parse_int("--steps", steps, 1));
+  spec.micro_batch = micro;
+  spec.accumulation = accum;
+  spec.measure_steps = static_cast<int>(steps);
   spec.split_host_device = true;  // reported below where the model is shallow enough
-  spec.warmup_steps = static_cast<int>(parse_int("--warmup", warmup, 0));
-  if (vm.count("memory-limit")) spec.memory_limit_bytes = parse_bytes("--memory-limit", memory_limit);
+  spec.warmup_steps = static_cast<int>(warmup);
+  spec.memory_limit_bytes = checked_memory_limit(memory, dev.total_memory_bytes, dev.name);
 
   std::cerr << "building " << spec.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
   calib::Trainer trainer(spec.workload, dev.spec);

@@ -23,6 +23,7 @@
 #include "cli/format.h"
 #include "cli/forward.h"
 #include "cli/hardware_args.h"
+#include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/split_charts.h"
 #include "cli/validate_measurements.h"
@@ -32,43 +33,40 @@
 namespace lorasim::cli {
 namespace {
 
-/// The raw text of validate's options, parsed after Boost so that errors name the flag.
+/// validate's options; the live-run numbers are typed, the rest is text checked where used.
 struct ValidateArgs {
   WorkloadArgs workload;
   HardwareArgs hardware;
   std::string device = "auto";
-  std::string effective_batch = "16";
+  int64_t effective_batch = 16;
   std::string splits;            ///< "1x16,4x4"; empty: every split
-  std::string steps = "3", warmup = "1";
+  int64_t steps = 3, warmup = 1;  ///< fewer timed steps than `train`: one run per split
   std::string format = "table";
-  std::string memory_limit;      ///< read only when given (an empty one is refused)
-  std::string margin = "0.05";
+  MemoryLimitArgs memory;
+  double margin = sim::Request{}.safety_margin;
   std::string measurements;      ///< a measurement file instead of live runs
   std::string save, plot;        ///< output paths, empty for none
 };
 
-po::options_description validate_options(ValidateArgs& a) {
-  po::options_description desc("Options");
-  desc.add_options()
-      ("help", "show this help")
-      ("device", po::value(&a.device)->default_value(a.device), "auto, cpu, cuda or cuda:N")
-      ("effective-batch", po::value(&a.effective_batch)->default_value(a.effective_batch), "sequences per optimizer step")
-      ("measurements", po::value(&a.measurements), "compare with runs timed elsewhere (.csv/.jsonl, docs/measurements.md) instead of running")
-      ("save-measurements", po::value(&a.save), "also write the measured runs to this .csv (for `lorasim fit`)")
-      ("splits", po::value(&a.splits), "splits to run, e.g. 1x16,4x4,16x1 (default: every split)")
-      ("steps", po::value(&a.steps)->default_value(a.steps), "measured optimizer steps per split (median)")
-      ("warmup", po::value(&a.warmup)->default_value(a.warmup), "optimizer steps before measuring");
-  add_hardware_options(desc, a.hardware);
-  add_workload_options(desc, a.workload);
-  desc.add_options()
-      ("memory-limit", po::value(&a.memory_limit), "memory limit for the prediction and the runs, e.g. 40GiB")
-      ("safety-margin", po::value(&a.margin)->default_value(a.margin), "fraction of the limit kept free in the prediction")
-      ("format", po::value(&a.format)->default_value(a.format), "table, csv or json")
-      ("plot", po::value(&a.plot), "also draw predicted and measured step time and peak memory per split to this .svg");
-  return desc;
+void validate_options(OptionTable& t, ValidateArgs& a) {
+  t.text("device", a.device, "auto, cpu, cuda or cuda:N")
+      .quantity("device")
+      .integer("effective-batch", a.effective_batch, 1, "sequences per optimizer step")
+      .path("measurements", a.measurements, "compare with runs timed elsewhere (.csv/.jsonl, docs/measurements.md) instead of running")
+      .quantity("measurements")
+      .path("save-measurements", a.save, "also write the measured runs to this .csv (for `lorasim fit`)")
+      .text("splits", a.splits, "splits to run, e.g. 1x16,4x4,16x1 (default: every split)")
+      .integer("steps", a.steps, 1, "measured optimizer steps per split (median)")
+      .integer("warmup", a.warmup, 0, "optimizer steps before measuring");
+  add_hardware_options(t, a.hardware);
+  add_workload_options(t, a.workload);
+  add_memory_limit_options(t, a.memory, "memory limit for the prediction and the runs, e.g. 40GiB");
+  t.real("safety-margin", a.margin, 0, 0.9, "fraction of the limit kept free in the prediction")
+      .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
+      .path("plot", a.plot, "also draw predicted and measured step time and peak memory per split to this .svg");
 }
 
-void print_help(const po::options_description& desc) {
+void print_help(const OptionTable& t) {
   std::cout << "usage: lorasim validate [options]\n\n"
                "Runs real training for each split and prints predicted vs measured step time and\n"
                "peak memory with signed errors, their mean and max, how many step times fell\n"
@@ -80,12 +78,12 @@ void print_help(const po::options_description& desc) {
                "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
                "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n"
                "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n\n"
-            << desc << "\n";
+            << t.description() << "\n";
 }
 
 // A measurement file brings its own runs, workloads and effective batches: flags that
 // describe live runs would be ignored, so they are refused.
-void refuse_live_flags(const po::variables_map& vm) {
+void refuse_live_flags(const OptionTable& t) {
   static const char* const kLiveOnly[] = {"effective-batch", "device", "splits", "steps", "warmup",
                                           "save-measurements", "model", "model-config", "seq-len",
                                           "lora-rank", "lora-alpha", "lora-targets", "precision", "grad-ckpt",
@@ -93,7 +91,7 @@ void refuse_live_flags(const po::variables_map& vm) {
   std::string given;
   int n = 0;
   for (const char* flag : kLiveOnly)
-    if (vm.count(flag) && !vm[flag].defaulted()) {
+    if (t.given(flag)) {
       given += (given.empty() ? "--" : ", --") + std::string(flag);
       ++n;
     }
@@ -140,9 +138,9 @@ sim::Request live_request(const ValidateArgs& a, const hw::Profile& profile, con
   req.hardware = profile.hw;
   req.workload = build_workload(a.workload, dev.bf16_supported);
   req.workload.train.precision = calib::resolve_precision(a.workload.precision, dev).precision;
-  req.effective_batch = parse_int("--effective-batch", a.effective_batch, 1);
+  req.effective_batch = a.effective_batch;
   req.memory_limit_bytes = memory_limit_bytes;
-  req.safety_margin = parse_real("--safety-margin", a.margin, 0, 0.9);
+  req.safety_margin = a.margin;
   return req;
 }
 
@@ -160,8 +158,8 @@ std::vector<calib::Measurement> run_splits(const ValidateArgs& a, const LiveVali
     calib::RunSpec spec;
     spec.workload = v.request.workload;
     std::tie(spec.micro_batch, spec.accumulation) = chosen[i];
-    spec.measure_steps = static_cast<int>(parse_int("--steps", a.steps, 1));
-    spec.warmup_steps = static_cast<int>(parse_int("--warmup", a.warmup, 0));
+    spec.measure_steps = static_cast<int>(a.steps);
+    spec.warmup_steps = static_cast<int>(a.warmup);
     spec.memory_limit_bytes = v.request.memory_limit_bytes;
     const calib::RunResult r = trainer.run(spec);
     runs.push_back(calib::to_measurement(spec.workload, r));
@@ -262,7 +260,6 @@ void print_live_table(const LiveValidation& v, const hw::Profile& profile, const
 }
 
 int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt, int64_t memory_limit_bytes) {
-  if (!a.save.empty()) check_measurements_writable("--save-measurements", a.save);
   LiveValidation v;
   v.device = calib::resolve_device(a.device);
   if (!hw::same_device_model(profile, identity_of(v.device)))
@@ -290,23 +287,23 @@ int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt,
 int cmd_validate(const Args& args) {
   ValidateArgs a;
   a.workload.stack.stack = "lorasim";  // live runs are lorasim's runner; a file's rows name their own stack
-  const po::options_description desc = validate_options(a);
-  const po::variables_map vm = parse(args, desc);
-  if (vm.count("help")) {
-    print_help(desc);
+  OptionTable t;
+  validate_options(t, a);
+  if (!t.parse(args)) {
+    print_help(t);
     return kOk;
   }
   const Format fmt = parse_format(a.format);
-  if (vm.count("plot")) check_writable("--plot", a.plot);
-  if (!a.measurements.empty()) refuse_live_flags(vm);
+  if (!a.measurements.empty()) refuse_live_flags(t);
+  check_outputs({{"--save-measurements", a.save, ".csv"}, {"--plot", a.plot, ".svg"}},
+                {{"--measurements", a.measurements, ""}, {"--profile", a.hardware.profile, ""},
+                 {"--model-config", a.workload.model_config, ""}});
   const hw::Profile profile = select_profile(a.hardware);
-  // vm.count, not empty(): an empty --memory-limit is an error, not "the device's memory".
-  const int64_t memory_limit_bytes = vm.count("memory-limit") ? parse_bytes("--memory-limit", a.memory_limit) : 0;
+  const int64_t memory_limit_bytes = checked_memory_limit(a.memory, profile.hw.memory_bytes, profile.hw.display_name);
   if (!a.measurements.empty())
-    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes,
-                                 parse_real("--safety-margin", a.margin, 0, 0.9), a.plot);
+    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot);
   // Refused here, before LibTorch loads and a model is built.
-  if (!a.splits.empty()) parse_splits(a.splits, parse_int("--effective-batch", a.effective_batch, 1));
+  if (!a.splits.empty()) parse_splits(a.splits, a.effective_batch);
   require_runner_stack(build_stack(a.workload.stack), "validate");
 #ifndef LORASIM_WITH_CALIBRATE
   exec_train_binary("validate", args);  // live runs need LibTorch

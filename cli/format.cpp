@@ -14,11 +14,20 @@ std::string fixed(double v, int decimals) {
 }
 
 std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  // A profile or a measurement may hold any double: never a cast to an integer, and a value
+  // beyond exbibytes in scientific notation rather than a 20-digit figure.
+  if (std::isnan(b)) return "unknown bytes";
+  if (std::isinf(b)) return b > 0 ? "infinite bytes" : "-infinite bytes";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   int u = 0;
-  while (std::fabs(b) >= 1024 && u < 4) {
+  while (std::fabs(b) >= 1024 && u < 6) {
     b /= 1024;
     ++u;
+  }
+  if (std::fabs(b) >= 1024) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g EiB", b);
+    return buf;
   }
   return fixed(b, u == 0 ? 0 : 2) + " " + units[u];
 }

@@ -27,22 +27,30 @@ std::string builtin_name_of(const std::string& name) {
 
 }  // namespace
 
-void add_hardware_options(po::options_description& desc, HardwareArgs& a) {
-  desc.add_options()
-      ("gpu", po::value(&a.gpu)->default_value(a.gpu)->notifier([](const std::string& gpu) {
-         // Else the nearest name to "" is the shortest one, and the error would suggest it.
-         if (gpu.empty())
-           throw InputError("--gpu is empty: give one of " + builtin_names() + " (see `lorasim profiles`)");
-       }), "embedded GPU profile (see `lorasim profiles`)")
-      ("profile", po::value(&a.profile)->notifier([](const std::string& file) {
-         // Else an empty path reads as "no --profile" and the --gpu default is used silently.
-         if (file.empty())
-           throw InputError("--profile is empty: give a profile TOML file, or leave it out and use --gpu");
-       }), "hardware profile TOML file, e.g. from `lorasim calibrate` (overrides --gpu)");
+void add_hardware_options(OptionTable& t, HardwareArgs& a) {
+  t.custom("gpu", a.gpu, [&a](const std::string& gpu) {
+     // Else the nearest name to "" is the shortest one, and the error would suggest it.
+     if (gpu.empty())
+       throw InputError("--gpu is empty: give one of " + builtin_names() + " (see `lorasim profiles`)");
+     a.gpu = gpu;
+     a.gpu_given = true;
+   }, "embedded GPU profile (see `lorasim profiles`)")
+      .quantity("gpu", "(see `lorasim profiles`, or pass --profile FILE)")
+      .custom("profile", "", [&a](const std::string& file) {
+        // Else an empty path reads as "no --profile" and the --gpu default is used silently.
+        if (file.empty())
+          throw InputError("--profile is empty: give a profile TOML file, or leave it out and use --gpu");
+        a.profile = file;
+      }, "hardware profile TOML file, e.g. from `lorasim calibrate` (instead of --gpu)")
+      .quantity("profile", "(give a profile TOML file, or --gpu NAME for an embedded profile; see `lorasim profiles`)");
 }
 
 hw::Profile select_profile(const HardwareArgs& a) {
   if (a.profile.empty()) return hw::builtin_profile(a.gpu);
+  // Both would leave the reader guessing which one the numbers came from.
+  if (a.gpu_given)
+    throw InputError("--gpu " + a.gpu + " and --profile " + a.profile +
+                     " both name the hardware: give one or the other (--profile holds a GPU's own figures)");
   // --profile takes a file only: a file called "h200" next to the user must not change what
   // `--profile h200` means, so an embedded name is pointed at --gpu instead of accepted.
   std::error_code ec;

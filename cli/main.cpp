@@ -1,6 +1,9 @@
 // lorasim's entry point: picks the subcommand from a table and maps errors to exit codes.
 // Everything else lives in the libraries; this folder only parses arguments.
+#include <fcntl.h>
+
 #include <boost/program_options/errors.hpp>
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -9,6 +12,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/forward.h"
+#include "cli/option_table.h"
 #include "cli/version.h"
 #include "model/error.h"
 
@@ -63,11 +67,34 @@ void usage(std::ostream& out) {
          "  lorasim profiles\n";
 }
 
+// What a command printed must have reached stdout: a full disk, a closed descriptor or a
+// reader gone away is an error, not a success with the output lost.
+int flushed(int code) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout) return code;
+  std::cerr << "error: cannot write to stdout: " << (errno ? std::strerror(errno) : "write failed") << "\n";
+  return code == lorasim::cli::kOk ? lorasim::cli::kInternal : code;
+}
+
+int run(const std::vector<std::string>& args);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdout would pass descriptor 1 to the next file opened (a profile being written),
+  // and the report would land in it.
+  if (::fcntl(1, F_GETFD) == -1 && errno == EBADF) {
+    std::cerr << "error: cannot write to stdout: it is closed (redirect it to a file or /dev/null instead)\n";
+    return lorasim::cli::kInternal;
+  }
+  return flushed(run(std::vector<std::string>(argv + 1, argv + argc)));
+}
+
+namespace {
+
+int run(const std::vector<std::string>& args) {
   using namespace lorasim::cli;
-  std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     usage(args.empty() ? std::cerr : std::cout);
     return args.empty() ? kUsage : kOk;
@@ -89,13 +116,13 @@ int main(int argc, char** argv) {
       std::cerr << "error: " << e.what() << " (see `lorasim " << name << " --help`)\n";
       return kUsage;
     } catch (const lorasim::InputError& e) {
-      std::cerr << "error: " << e.what() << "\n";
+      std::cerr << "error: " << describe_error(e) << "\n";
       return kUsage;
     } catch (const lorasim::ConfigError& e) {
-      std::cerr << "error: " << e.what() << "\n";
+      std::cerr << "error: " << describe_error(e) << "\n";
       return kConfig;
     } catch (const lorasim::CalibrationError& e) {
-      std::cerr << "error: " << e.what() << "\n";
+      std::cerr << "error: " << describe_error(e) << "\n";
       return kCalibration;
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
@@ -110,3 +137,5 @@ int main(int argc, char** argv) {
   std::cerr << msg << " (see `lorasim --help`)\n";
   return kUsage;
 }
+
+}  // namespace

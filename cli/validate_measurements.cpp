@@ -10,6 +10,7 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/split_charts.h"
+#include "model/error.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -82,7 +83,21 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     req.effective_batch = g.front()->micro_batch * g.front()->accumulation;
     req.memory_limit_bytes = memory_limit_bytes;
     req.safety_margin = safety_margin;
-    const sim::Result pred = sim::simulate(req);
+    const sim::Result pred = [&] {
+      try {
+        return sim::simulate(req);
+      } catch (const InputError& e) {
+        // The workload is the file's, not a flag's: no --precision to point at (validate refuses
+        // it beside --measurements), so say what the file or the profile can change.
+        if (e.quantity() == "precision")
+          throw InputError(path + ": the runs " + k + ": " + e.what() +
+                           ": give the runs' precision in a precision column (docs/measurements.md), or "
+                           "compare them with a profile of the GPU they ran on (--gpu or --profile)");
+        // Another value of the rows (a LoRA rank, ...): the file's, not the flag of that name.
+        if (!e.quantity().empty()) throw InputError(path + ": the runs " + k + ": " + e.what());
+        throw;
+      }
+    }();
     std::vector<calib::ComparedSplit> cs;
     for (const calib::Measurement* m : g) {
       const calib::ComparedSplit c = calib::compare_split(pred, *m);

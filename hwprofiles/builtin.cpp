@@ -58,18 +58,17 @@ std::string canonical_builtin_name(const std::string& name) {
   const std::string wanted = normalize(name);
   if (std::find(names.begin(), names.end(), wanted) != names.end()) return wanted;
 
-  const std::string hint = " (see `lorasim profiles`, or pass --profile FILE)";
   std::vector<std::string> extensions;
   for (const auto& n : names)
     if (!wanted.empty() && n.rfind(wanted, 0) == 0) extensions.push_back(n);
   if (extensions.size() > 1)
     throw InputError("GPU '" + name + "' is ambiguous: did you mean " +
-                     quoted_list(extensions, " or ") + "?" + hint);
+                     quoted_list(extensions, " or ") + "?", "gpu");
   const std::string guess = nearest_name(wanted, names);
   if (!guess.empty())
-    throw InputError("unknown GPU '" + name + "', did you mean '" + guess + "'?" + hint);
+    throw InputError("unknown GPU '" + name + "', did you mean '" + guess + "'?", "gpu");
   throw InputError("unknown GPU '" + name + "'; built-in profiles are " +
-                   quoted_list(names, " and ") + hint);
+                   quoted_list(names, " and "), "gpu");
 }
 
 Profile builtin_profile(const std::string& name) {

@@ -257,8 +257,7 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
 Profile load_profile_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw ConfigError("cannot read profile '" + path + "': " + std::strerror(errno) +
-                      " (give a profile TOML file, or --gpu NAME for an embedded profile; see `lorasim profiles`)");
+    throw ConfigError("cannot read profile '" + path + "': " + std::strerror(errno), "profile");
   }
   std::ostringstream text;
   text << in.rdbuf();  // fails on an empty file as on a directory, which opens but does not read

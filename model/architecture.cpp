@@ -90,8 +90,7 @@ const Architecture& preset(const std::string& name) {
   std::string msg = "unknown model '" + name + "'";
   const std::string near = nearest_name(name, names);
   if (!near.empty()) msg += ", did you mean '" + near + "'?";
-  msg += " (see `lorasim models`, or pass --model-config path/to/config.json)";
-  throw InputError(msg);
+  throw InputError(msg, "model");
 }
 
 Architecture truncated(const Architecture& arch, int64_t num_layers) {

@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lorasim {
@@ -11,6 +12,13 @@ namespace lorasim {
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  /// `quantity`: the machine key of the value at fault ("seq_len", "device"), in the library's
+  /// words; a front end maps it to its own name for that value (the CLI: a flag).
+  Error(const std::string& what, std::string quantity) : std::runtime_error(what), quantity_(std::move(quantity)) {}
+  const std::string& quantity() const { return quantity_; }
+
+ private:
+  std::string quantity_;
 };
 
 /// A bad value on the command line or in a workload (batch 0, unknown model, ...).

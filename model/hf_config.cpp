@@ -2,6 +2,8 @@
 #include "model/hf_config.h"
 
 #include <cstdint>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -108,7 +110,7 @@ Architecture load_hf_config(const std::string& path) {
                                                                     : ": pass the config.json file itself"));
   }
   std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read model config '" + path + "': no such file or not readable");
+  if (!in) throw ConfigError("cannot read model config '" + path + "': " + std::strerror(errno), "model_config");
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_hf_config(ss.str(), path);

@@ -58,7 +58,7 @@ std::vector<Target> parse_targets(const std::string& text) {
       throw InputError("unknown LoRA target '" + item +
                        "': allowed are q, k, v, o, gate, up, down (or q_proj, ...), or all");
   }
-  if (!any) throw InputError("--lora-targets is empty: name at least one of q,k,v,o,gate,up,down");
+  if (!any) throw InputError("the LoRA targets are empty: name at least one of q,k,v,o,gate,up,down", "lora_targets");
   std::vector<Target> out;
   for (size_t i = 0; i < kAllTargets.size(); ++i)
     if (chosen[i]) out.push_back(kAllTargets[i]);

@@ -23,14 +23,14 @@ void StackSpec::validate() const {
     throw InputError("LoRA dropout must be in [0, 1), got " + std::to_string(lora_dropout));
   if (kind == StackKind::lorasim) {
     if (lora_dropout != 0.0)
-      throw InputError("the lorasim stack has no LoRA dropout: use --stack hf-peft to model dropout");
+      throw InputError("the lorasim stack has no LoRA dropout: the hf-peft stack models dropout", "stack");
     if (autocast)
-      throw InputError("the lorasim stack runs without autocast: use --stack hf-peft to model autocast");
+      throw InputError("the lorasim stack runs without autocast: the hf-peft stack models autocast", "stack");
     if (fused_lm_head)
-      throw InputError("the lorasim stack has no fused LM head: use --stack hf-peft to model TRL's");
+      throw InputError("the lorasim stack has no fused LM head: the hf-peft stack models TRL's", "stack");
     if (attn_impl != AttnImpl::sdpa)
       throw InputError(std::string("the lorasim stack has one attention implementation (sdpa), not ") +
-                       attn_impl_name(attn_impl) + ": use --stack hf-peft");
+                       attn_impl_name(attn_impl) + ": the hf-peft stack models the others", "stack");
   }
 }
 

@@ -27,17 +27,17 @@ int64_t bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 void Workload::validate() const {
   arch.validate();
   if (train.seq_len <= 0)
-    throw InputError("--seq-len must be a positive number of tokens, got " +
-                     std::to_string(train.seq_len));
+    throw InputError("sequence length must be a positive number of tokens, got " +
+                     std::to_string(train.seq_len), "seq_len");
   if (lora.rank <= 0)
-    throw InputError("--lora-rank must be positive, got " + std::to_string(lora.rank));
+    throw InputError("LoRA rank must be positive, got " + std::to_string(lora.rank), "lora_rank");
   if (lora.rank > arch.hidden_size)
-    throw InputError("--lora-rank " + std::to_string(lora.rank) + " exceeds the hidden size " +
+    throw InputError("LoRA rank " + std::to_string(lora.rank) + " exceeds the hidden size " +
                      std::to_string(arch.hidden_size) + " of '" + arch.name +
-                     "': a LoRA rank must be at most the hidden size");
+                     "': a LoRA rank must be at most the hidden size", "lora_rank");
   if (!(lora.alpha > 0))
-    throw InputError("--lora-alpha must be positive, got " + std::to_string(lora.alpha));
-  if (lora.targets.empty()) throw InputError("LoRA needs at least one target projection");
+    throw InputError("LoRA alpha must be positive, got " + std::to_string(lora.alpha), "lora_alpha");
+  if (lora.targets.empty()) throw InputError("LoRA needs at least one target projection", "lora_targets");
   static_memory(*this);  // throws when a parameter or byte count does not fit in int64
 }
 

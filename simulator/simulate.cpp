@@ -40,7 +40,7 @@ void validate(const Request& r) {
     throw InputError("safety margin must be a fraction in [0, 1), got " + std::to_string(r.safety_margin));
   if (r.workload.train.precision == model::Precision::bf16 && !r.hardware.bf16_supported)
     throw InputError("the " + r.hardware.display_name +
-                     " has no bf16 support: use --precision fp16 (or fp32)");
+                     " has no bf16 support: it trains in fp16 or fp32", "precision");
   r.workload.validate();
   model::Checked k;
   k.mul(r.effective_batch, r.workload.train.seq_len);
@@ -51,7 +51,12 @@ void validate(const Request& r) {
                      "batch or a shorter sequence length");
 }
 
-std::string mib(double bytes) { return std::to_string(static_cast<int64_t>(bytes / (1 << 20))) + " MiB"; }
+// "%.0f", not a cast to int64: a profile's byte count may be out of int64's range (1e30).
+std::string mib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, std::fabs(bytes) < 1e15 * (1 << 20) ? "%.0f MiB" : "%.3g MiB", std::trunc(bytes / (1 << 20)));
+  return buf;
+}
 
 std::string percent(double fraction) {
   char buf[32];

@@ -29,7 +29,8 @@ TEST(DeviceTest, CudaWithoutCudaThrowsInputError) {
     GTEST_SKIP() << "CUDA is present: " << d.name;
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("--device cuda"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("device cuda"), std::string::npos) << msg;
+    EXPECT_EQ(e.quantity(), "device");  // the CLI reports it under --device
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
   }
 }

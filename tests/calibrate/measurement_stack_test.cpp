@@ -100,12 +100,12 @@ TEST(MeasurementStackTest, BadValuesAreRefusedAtTheirRowAndColumn) {
 
 TEST(MeasurementStackTest, AnOptionTheStackDoesNotHaveIsRefusedNamingItsColumn) {
   EXPECT_EQ(parse_error(kHeader + ",stack,lora_dropout\ntiny,128,2,0.5,lorasim,0.05\n", "csv"),
-            "m.csv:2: column lora_dropout: the lorasim stack has no LoRA dropout: use --stack hf-peft to model "
+            "m.csv:2: column lora_dropout: the lorasim stack has no LoRA dropout: the hf-peft stack models "
             "dropout");
   // Without a stack column the row is the runner's, which is easy to forget in a hand-written file.
   EXPECT_EQ(parse_error(R"({"model": "tiny", "seq_len": 128, "micro_batch": 2, "step_time_s": 0.5, "autocast": true})",
                         "jsonl"),
-            "m.jsonl:1: column autocast: the lorasim stack runs without autocast: use --stack hf-peft to model "
+            "m.jsonl:1: column autocast: the lorasim stack runs without autocast: the hf-peft stack models "
             "autocast (a row without a stack column is lorasim's runner: add stack hf-peft)");
   EXPECT_NE(parse_error(kHeader + ",stack,attn_impl\ntiny,128,2,0.5,lorasim,eager\n", "csv").find(
                 "m.csv:2: column attn_impl: the lorasim stack has one attention implementation"),

@@ -104,11 +104,13 @@ TEST(SimulateInputTest, ADirectoryAsConfigJsonIsNamedAsOne) {
 }
 
 TEST(SimulateInputTest, MemoryLimitsInTebibytesAreAccepted) {
-  // The header prints TiB; the flag refused it.
-  const json j = ok_json({"simulate", "--memory-limit", "10TiB", "--format", "json"});
+  // The header prints TiB; the flag refused it. (Above the GPU's memory, so it takes the override.)
+  const json j = ok_json({"simulate", "--memory-limit", "10TiB", "--allow-over-memory", "--format", "json"});
   EXPECT_EQ(j["memory_limit_bytes"].get<int64_t>(), int64_t{10} << 40);
-  EXPECT_NE(ok({"simulate", "--memory-limit", "10TiB"}).find("10.00 TiB limit"), std::string::npos);
-  EXPECT_EQ(ok_json({"simulate", "--memory-limit", "2TB", "--format", "json"})["memory_limit_bytes"].get<int64_t>(),
+  EXPECT_NE(ok({"simulate", "--memory-limit", "10TiB", "--allow-over-memory"}).find("10.00 TiB limit"),
+            std::string::npos);
+  EXPECT_EQ(ok_json({"simulate", "--memory-limit", "2TB", "--allow-over-memory", "--format", "json"})
+                ["memory_limit_bytes"].get<int64_t>(),
             2'000'000'000'000);
 }
 
