@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "calibrate/convert.h"
+#include "calibrate/measurement_label.h"
 #include "calibrate/runner.h"
 #include "model/architecture.h"
 #include "model/error.h"
