@@ -106,7 +106,7 @@ const Architecture& preset(const std::string& name) {
   std::string msg = "unknown model '" + name + "'";
   const std::string near = nearest_name(name, names);
   if (!near.empty()) msg += ", did you mean '" + near + "'?";
-  msg += " (see `lorasim models`, or pass --model-config path/to/config.json)";
+  msg += " (see `lorasim models`, or give the path of a Hugging Face config.json instead)";
   throw InputError(msg);
 }
 
