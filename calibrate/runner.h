@@ -45,15 +45,18 @@ class Trainer {
   /// Builds the model of `w` with random frozen weights (seeded) on the device named by
   /// `device_spec` (see resolve_device), in the precision resolve_precision gives for `w`'s
   /// on that device (workload() and every RunResult say which). Throws InputError for a bad
-  /// workload or device.
+  /// workload or device, or a model whose weights and optimizer state alone exceed the
+  /// machine's available memory (the GPU's on CUDA).
   Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed = 0);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
   /// Runs warm-up and measured optimizer steps. An out-of-memory is returned as
-  /// RunResult::oom with everything released; other failures throw CalibrationError, and a
-  /// spec that does not fit this trainer throws InputError.
+  /// RunResult::oom with everything released, and so is, before anything is allocated, a split
+  /// whose least memory (calibrate/run_checks.h) exceeds what the machine has; other failures
+  /// throw CalibrationError, and a spec that does not fit this trainer or whose counts are out
+  /// of bounds throws InputError.
   RunResult run(const RunSpec& spec);
 
   const DeviceInfo& device() const;
