@@ -7,9 +7,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "calibrate/convert.h"
+#include "calibrate/measurement_label.h"
 #include "calibrate/runner.h"
 #include "model/architecture.h"
 #include "model/error.h"
@@ -136,6 +138,11 @@ std::vector<PlannedRun> default_plan(const CalibrationOptions& opt, bool is_cuda
       }
     }
   }
+  // One run per split: a measurement file holds each once (calibrate/measurement_checks.h), and
+  // repeated sequence lengths or a small token budget would plan some twice.
+  std::set<std::string> planned;
+  plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const PlannedRun& p) { return !planned.insert(p.label()).second; }),
+             plan.end());
   return plan;
 }
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "calibrate/convert.h"
 #include "calibrate/fit_internal.h"
+#include "calibrate/measurement_label.h"
 #include "calibrate/nnls.h"
 #include "model/cost_model.h"
 #include "model/error.h"

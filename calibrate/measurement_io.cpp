@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "calibrate/measurement_checks.h"
 #include "model/architecture.h"
 #include "model/atomic_file.h"
 #include "model/error.h"
@@ -259,6 +260,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
   std::string line;
   int64_t lineno = 0;
   std::vector<std::string> header;
+  RowsBySplit splits;
   while (std::getline(in, line)) {
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
@@ -278,7 +280,10 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
         const nlohmann::json j = parse_json_object(line);
         for (auto it = j.begin(); it != j.end(); ++it) fields[it.key()] = json_cell(it.value());
       }
-      rows.push_back(from_fields(fields, cache));
+      Measurement m = from_fields(fields, cache);
+      if (const std::string why = implausible_figures(m); !why.empty()) throw RowError(why);
+      if (const std::string why = splits.add(m, lineno); !why.empty()) throw RowError(why);
+      rows.push_back(std::move(m));
     } catch (const RowError& e) {
       throw ConfigError(source + ":" + std::to_string(lineno) + ": " + e.what());
     }

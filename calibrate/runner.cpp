@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include <torch/cuda.h>
@@ -20,6 +21,7 @@
 #include "calibrate/lora_decoder.h"
 #include "calibrate/memory_meter.h"
 #include "calibrate/precision.h"
+#include "calibrate/run_checks.h"
 #include "calibrate/step_timer.h"
 #include "model/error.h"
 
@@ -54,27 +56,6 @@ torch::ScalarType scalar_type(model::Precision p) {
 bool is_out_of_memory(const std::string& message) {
   return message.find("out of memory") != std::string::npos ||
          message.find("OutOfMemory") != std::string::npos;
-}
-
-// A run may change only the sequence length: everything else shapes the model. `built` holds
-// the precision the trainer runs, `asked` may hold the one it was asked for.
-void check_same_model(const model::Workload& built, const model::Workload& asked, const DeviceInfo& device) {
-  const auto& a = built.arch;
-  const auto& b = asked.arch;
-  const bool same_arch = a.hidden_size == b.hidden_size && a.intermediate_size == b.intermediate_size &&
-                         a.num_layers == b.num_layers && a.num_heads == b.num_heads &&
-                         a.num_kv_heads == b.num_kv_heads && a.head_dim == b.head_dim &&
-                         a.vocab_size == b.vocab_size && a.tie_embeddings == b.tie_embeddings &&
-                         a.qk_norm == b.qk_norm && a.attention_bias == b.attention_bias &&
-                         a.rope_theta == b.rope_theta && a.rms_norm_eps == b.rms_norm_eps;
-  const bool same_lora = built.lora.rank == asked.lora.rank && built.lora.alpha == asked.lora.alpha &&
-                         built.lora.targets == asked.lora.targets;
-  const bool same_train = built.train.precision == resolve_precision(asked.train.precision, device).precision &&
-                          built.train.grad_ckpt == asked.train.grad_ckpt;
-  if (!same_arch || !same_lora || !same_train)
-    throw InputError("a calibration run must use the trainer's model ('" + a.name + "', " +
-                     std::to_string(a.num_layers) + " layers, its LoRA and precision settings); only "
-                     "the sequence length may differ: build another Trainer for '" + b.name + "'");
 }
 
 // Restores "no limit" however a run ends.
@@ -262,9 +243,7 @@ struct Trainer::Impl {
   RunResult run(const RunSpec& spec) {
     check_same_model(workload, spec.workload, info);
     spec.workload.validate();
-    if (spec.micro_batch < 1 || spec.accumulation < 1)
-      throw InputError("micro-batch and accumulation must be at least 1, got " +
-                       std::to_string(spec.micro_batch) + " x " + std::to_string(spec.accumulation));
+    check_run_counts(spec.micro_batch, spec.accumulation, spec.workload.train.seq_len);
     if (spec.warmup_steps < 0 || spec.measure_steps < 1)
       throw InputError("a run needs warmup_steps >= 0 and measure_steps >= 1");
     if (spec.memory_limit_bytes < 0) throw InputError("memory_limit_bytes must be 0 (none) or positive");
@@ -276,6 +255,15 @@ struct Trainer::Impl {
     r.seq_len = s;
     r.num_layers = workload.arch.num_layers;
     r.precision = workload.train.precision;
+    // Refused as an out-of-memory before anything is allocated: past what the machine has, a
+    // CPU run is not refused by an allocator but killed by the kernel.
+    model::Workload run_w = workload;
+    run_w.train.seq_len = s;
+    r.error = run_memory_shortfall(run_w, b, a, info, available_host_bytes());
+    if (!r.error.empty()) {
+      r.oom = true;
+      return r;
+    }
 #ifdef LORASIM_TORCH_CUDA
     std::unique_ptr<c10::cuda::CUDAGuard> guard;
     if (info.is_cuda) guard = std::make_unique<c10::cuda::CUDAGuard>(device.index());
@@ -334,6 +322,8 @@ Trainer::Trainer(const model::Workload& w, const std::string& device_spec, uint6
   DeviceInfo device = resolve_device(device_spec);
   model::Workload run = w;
   run.train.precision = resolve_precision(w.train.precision, device).precision;
+  if (const std::string why = model_memory_shortfall(run, device, available_host_bytes()); !why.empty())
+    throw InputError(why);
   try {
     impl_ = std::make_unique<Impl>(run, std::move(device), seed);
   } catch (const c10::Error& e) {
@@ -369,6 +359,7 @@ void Trainer::randomize_adapters(uint64_t seed) {
 
 std::vector<float> Trainer::accumulated_gradients(int64_t micro_batch, int64_t accumulation,
                                                   int64_t seq_len, uint64_t data_seed) {
+  check_run_counts(micro_batch, accumulation, seq_len);
   Impl& m = *impl_;
   m.clear_gradients();
   std::mt19937_64 rng(data_seed);

@@ -5,12 +5,12 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "calibrate/device.h"
+#include "calibrate/measured_run.h"
 #include "model/error.h"
 #include "model/workload.h"
 
@@ -38,21 +38,6 @@ struct RunSpec {
   std::function<bool()> should_stop;
 };
 
-struct RunResult {
-  int64_t micro_batch = 0, accumulation = 0, seq_len = 0, num_layers = 0;
-  model::Precision precision = model::Precision::fp32;  ///< what the run trained in (see resolve_precision)
-  bool oom = false;                  ///< out of memory: recorded, memory released, caller goes on
-  std::string error;                 ///< the out-of-memory message when oom
-  double step_time_s = 0;            ///< median full optimizer step (a micro-batches + AdamW + zero_grad)
-  double micro_batch_time_s = 0;     ///< median wall time of one micro-batch in steady state
-  double host_time_s = std::numeric_limits<double>::quiet_NaN();    ///< median host dispatch time of one micro-batch (CUDA); NaN if not measured or unreliable
-  double device_time_s = std::numeric_limits<double>::quiet_NaN();  ///< median device execution time of one micro-batch (CUDA); on CPU = micro_batch_time_s
-  double optimizer_time_s = 0;       ///< median AdamW step + zero_grad
-  int64_t peak_allocated_bytes = 0;  ///< peak over the warm-up and measured steps (from an empty cache), AdamW state included
-  int64_t peak_reserved_bytes = 0;   ///< same, plus the caching allocator's slack (= allocated on CPU)
-  std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a)
-};
-
 /// Owns one model on one device; reusable across many runs (building a model is expensive).
 /// Runs must keep the trainer's workload except for the sequence length.
 class Trainer {
@@ -60,15 +45,18 @@ class Trainer {
   /// Builds the model of `w` with random frozen weights (seeded) on the device named by
   /// `device_spec` (see resolve_device), in the precision resolve_precision gives for `w`'s
   /// on that device (workload() and every RunResult say which). Throws InputError for a bad
-  /// workload or device.
+  /// workload or device, or a model whose weights and optimizer state alone exceed the
+  /// machine's available memory (the GPU's on CUDA).
   Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed = 0);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
   /// Runs warm-up and measured optimizer steps. An out-of-memory is returned as
-  /// RunResult::oom with everything released; other failures throw CalibrationError, and a
-  /// spec that does not fit this trainer throws InputError.
+  /// RunResult::oom with everything released, and so is, before anything is allocated, a split
+  /// whose least memory (calibrate/run_checks.h) exceeds what the machine has; other failures
+  /// throw CalibrationError, and a spec that does not fit this trainer or whose counts are out
+  /// of bounds throws InputError.
   RunResult run(const RunSpec& spec);
 
   const DeviceInfo& device() const;

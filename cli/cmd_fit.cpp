@@ -7,6 +7,7 @@
 #include "calibrate/convert.h"
 #include "calibrate/fit.h"
 #include "calibrate/measurement_io.h"
+#include "calibrate/measurement_label.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/describe.h"

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/compare.h"
-#include "calibrate/convert.h"
 #include "calibrate/measurement_io.h"
+#include "calibrate/measurement_label.h"
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/split_charts.h"

@@ -2,6 +2,8 @@
 // Figures are those of each model's published config.json on the Hugging Face Hub.
 #include "model/architecture.h"
 
+#include <tuple>
+
 #include "model/analytics.h"
 #include "model/checked.h"
 #include "model/error.h"
@@ -21,6 +23,20 @@ void Architecture::validate() const {
   need_positive(num_kv_heads, "num_key_value_heads");
   need_positive(head_dim, "head_dim");
   need_positive(vocab_size, "vocab_size");
+  // Far beyond any published decoder, yet bounded: a config.json of a billion layers passed
+  // the overflow check below and then never finished building (calibrate/) or simulated
+  // nonsense. The bounds keep every derived count well inside int64.
+  for (const auto& [v, field, max] : {std::tuple{num_layers, "num_hidden_layers", kMaxLayers},
+                                      std::tuple{hidden_size, "hidden_size", kMaxHiddenSize},
+                                      std::tuple{intermediate_size, "intermediate_size", kMaxIntermediateSize},
+                                      std::tuple{num_heads, "num_attention_heads", kMaxHeads},
+                                      std::tuple{head_dim, "head_dim", kMaxHeadDim},
+                                      std::tuple{vocab_size, "vocab_size", kMaxVocabSize}})
+    if (v > max)
+      throw InputError("model '" + name + "' is too large: " + field + " is " + std::to_string(v) + ", above " +
+                       std::to_string(max) + " (far beyond any published decoder)");
+  if (!(rms_norm_eps > 0)) throw InputError("model '" + name + "': rms_norm_eps must be positive");
+  if (!(rope_theta > 0)) throw InputError("model '" + name + "': rope_theta must be positive");
   if (num_heads % num_kv_heads != 0)
     throw InputError("model '" + name + "': num_attention_heads (" + std::to_string(num_heads) +
                      ") must be a multiple of num_key_value_heads (" +

@@ -7,6 +7,15 @@
 
 namespace lorasim::model {
 
+/// The largest sizes validate() accepts: several times those of the largest published dense
+/// decoders, so a real config always passes and a typo (a billion layers) does not.
+inline constexpr int64_t kMaxLayers = 1024;
+inline constexpr int64_t kMaxHiddenSize = 65536;
+inline constexpr int64_t kMaxIntermediateSize = 262144;
+inline constexpr int64_t kMaxHeads = 1024;
+inline constexpr int64_t kMaxHeadDim = 1024;
+inline constexpr int64_t kMaxVocabSize = 4194304;
+
 struct Architecture {
   std::string name;                ///< preset name or config.json path
   int64_t hidden_size = 0;         ///< d_model
@@ -26,7 +35,7 @@ struct Architecture {
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
 
   /// Throws InputError naming the first inconsistent field, or saying the model is too large
-  /// when its parameter count or fp32 weight bytes do not fit in int64.
+  /// when a size is above the bounds above or its fp32 weight bytes do not fit in int64.
   void validate() const;
 };
 

@@ -115,5 +115,16 @@ TEST(CalibrationPlan, DepthBeyondTheModelIsRefusedNamingItsLayerCount) {
   EXPECT_FALSE(default_plan(opt, false).empty());
 }
 
+// Saved, such a plan's rows were two rows of one split, which a measurement file refuses.
+TEST(CalibrationPlan, NoSplitIsPlannedTwice) {
+  CalibrationOptions opt = reference("tiny");
+  opt.seq_lens = {128, 128, 32};
+  opt.max_tokens = 128;  // checkpointing's two micro-batches were then both 1
+  for (bool cuda : {false, true}) {
+    std::set<std::string> labels;
+    for (const PlannedRun& p : default_plan(opt, cuda)) EXPECT_TRUE(labels.insert(p.label()).second) << p.label();
+  }
+}
+
 }  // namespace
 }  // namespace lorasim::calib

@@ -1,12 +1,11 @@
-// The conversions every command shares: a run into a measurement row, a row's workload
-// label, a fit's residuals into the errors a profile claims.
+// The conversions every command shares: a run into a measurement row, a fit's residuals into
+// the errors a profile claims. Built without LibTorch: the measured run is not the runner's.
 #include "calibrate/convert.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "calibrate/runner.h"
 #include "model/architecture.h"
 
 namespace lorasim::calib {
@@ -59,26 +58,6 @@ TEST(ConvertTest, OutOfMemoryRunMeasuresNothing) {
   for (double v : {m.step_time_s, m.micro_batch_time_s, m.host_time_s, m.device_time_s, m.optimizer_time_s,
                    m.peak_allocated_bytes, m.peak_reserved_bytes})
     EXPECT_TRUE(std::isnan(v)) << v;
-}
-
-TEST(ConvertTest, WorkloadLabelNamesEverythingThatChangesThePrediction) {
-  Measurement m = to_measurement(tiny_workload(), finished_run());
-  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 r=16 q,k,v,o,gate,up,down fp32 B=8 lorasim");
-  m.workload.train.grad_ckpt = true;
-  m.workload.lora.rank = 8;
-  m.accumulation = 4;
-  EXPECT_EQ(workload_label(m), "tiny L=1 s=64 ckpt r=8 q,k,v,o,gate,up,down fp32 B=16 lorasim");
-}
-
-TEST(ConvertTest, RunLabelNamesTheSplitAndOnlyANonDefaultRank) {
-  Measurement m = to_measurement(tiny_workload(), finished_run());
-  EXPECT_EQ(run_label(m), "tiny L=1 s=64 b=4 a=2");
-  m.workload.train.grad_ckpt = true;
-  m.workload.lora.rank = 8;
-  EXPECT_EQ(run_label(m), "tiny L=1 s=64 b=4 a=2 ckpt r=8");
-  // The calibration plan's form: the reference model unnamed, the rank only where overridden.
-  EXPECT_EQ(run_label("", 3, 256, 16, 1, false, 0), "L=3 s=256 b=16 a=1");
-  EXPECT_EQ(run_label("qwen3-8b", 1, 1024, 2, 1, true, 16), "qwen3-8b L=1 s=1024 b=2 a=1 ckpt r=16");
 }
 
 TEST(ConvertTest, ExpectedErrorsAreTwiceTheFitResidualsAboveTheFloors) {

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "calibrate/convert.h"
 #include "calibrate/measurement_io.h"
+#include "calibrate/measurement_label.h"
 #include "model/error.h"
 
 namespace lorasim::calib {

@@ -1,10 +1,13 @@
 // Trainer on the CPU with the tiny preset: it learns, keeps the base frozen, accumulates
-// gradients like one big micro-batch, survives out-of-memory, and measures memory sensibly.
+// gradients like one big micro-batch, survives out-of-memory, measures memory sensibly, and
+// refuses what the machine cannot hold before allocating it.
 #include "calibrate/runner.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 #include "model/architecture.h"
@@ -165,6 +168,61 @@ TEST(TrainerTest, StopRequestEndsTheRunBeforeTheNextMicroBatch) {
   const RunResult r = trainer.run(s);  // the trainer stays usable
   EXPECT_FALSE(r.oom) << r.error;
   EXPECT_EQ(r.losses.size(), 4u);
+}
+
+// Printed "cannot create std::vector larger than max_size()": micro-batch x sequence length wrapped.
+TEST(TrainerTest, CountsBeyondTheBoundsAreInputErrorsNamingTheQuantity) {
+  const auto w = tiny_workload(16);
+  Trainer trainer(w, "cpu");
+  try {
+    trainer.run(spec_for(w, INT64_MAX, 1));
+    FAIL() << "a micro-batch of INT64_MAX ran";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "a micro-batch of 9223372036854775807 sequences is more than a run takes (at most 1048576)");
+  }
+  try {
+    trainer.run(spec_for(w, 1, INT64_MAX));
+    FAIL() << "an accumulation of INT64_MAX ran";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "an accumulation of 9223372036854775807 micro-batches is more than a run takes (at most 1048576)");
+  }
+  EXPECT_FALSE(trainer.run(spec_for(w, 1, 1)).oom);  // the trainer stays usable
+}
+
+// Was killed by the kernel's OOM killer with no message: 10^10 sequences' token ids alone are
+// 4.7 TiB. Refused as an out-of-memory before anything is allocated, within a second.
+TEST(TrainerTest, RunNeedingMoreHostMemoryThanTheMachineHasIsNotStarted) {
+  const auto w = tiny_workload(64);
+  Trainer trainer(w, "cpu");
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult r = trainer.run(spec_for(w, 100000, 100000));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(r.oom);
+  const std::string head = "not run: micro-batch 100000 x accumulation 100000 at sequence length 64 needs at least ";
+  EXPECT_EQ(r.error.substr(0, head.size()), head) << r.error;
+  EXPECT_NE(r.error.find(" of host memory (weights and optimizer state "), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("the step's token ids 4.66 TiB), and the machine has "), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.substr(r.error.size() - 10), " available") << r.error;
+  EXPECT_FALSE(trainer.run(spec_for(w, 2, 2)).oom);  // the trainer stays usable
+}
+
+// A model whose weights alone exceed the machine was built tensor by tensor until the kernel
+// killed the process (13 TB of fp32 weights here, within every architecture bound).
+TEST(TrainerTest, ModelLargerThanTheMachineIsRefusedBeforeBuilding) {
+  model::Workload w = tiny_workload(16);
+  w.arch.num_layers = 1024;
+  w.arch.hidden_size = 16384;
+  w.arch.intermediate_size = 65536;
+  try {
+    Trainer trainer(w, "cpu");
+    FAIL() << "built";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("the model 'tiny' needs at least ", 0), 0u) << what;
+    EXPECT_NE(what.find(" for its weights, adapters and optimizer state in fp32, and the machine has "),
+              std::string::npos) << what;
+  }
 }
 
 }  // namespace

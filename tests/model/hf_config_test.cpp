@@ -1,5 +1,6 @@
 // parse_hf_config: malformed config.json text is a ConfigError naming the file, never another
-// exception (regressions found while fuzzing, docs/fuzzing.md).
+// exception (regressions found while fuzzing, docs/fuzzing.md); sizes no decoder has are refused
+// naming the key.
 #include "model/hf_config.h"
 
 #include <gtest/gtest.h>
@@ -70,6 +71,56 @@ TEST(HfConfigTest, CountsBeyondInt64AreConfigErrorsNamingTheFile) {
       EXPECT_NE(std::string(e.what()).find("model 'big/config.json' is too large"), std::string::npos) << e.what();
     }
   }
+}
+
+// The message parse_hf_config throws for kQwen3 with `from` replaced by `to`, or "" when it parses.
+std::string error_with(const std::string& from, const std::string& to) {
+  std::string text = kQwen3;
+  if (text.find(from) == std::string::npos) return "test error: '" + from + "' is not in kQwen3";
+  text.replace(text.find(from), from.size(), to);
+  try {
+    parse_hf_config(text, "big/config.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HfConfigTest, SizesBeyondAnyDecoderAreRefusedNamingTheKey) {
+  // A billion layers fit int64 (5e16 parameters) and passed; building the model then never ended.
+  EXPECT_EQ(error_with("\"num_hidden_layers\": 28", "\"num_hidden_layers\": 1000000000"),
+            "model 'big/config.json' is too large: num_hidden_layers is 1000000000, above 1024 (far beyond any "
+            "published decoder)");
+  EXPECT_EQ(error_with("\"hidden_size\": 2048", "\"hidden_size\": 1048576"),
+            "model 'big/config.json' is too large: hidden_size is 1048576, above 65536 (far beyond any published "
+            "decoder)");
+  EXPECT_EQ(error_with("\"intermediate_size\": 6144", "\"intermediate_size\": 300000"),
+            "model 'big/config.json' is too large: intermediate_size is 300000, above 262144 (far beyond any "
+            "published decoder)");
+  EXPECT_EQ(error_with("\"num_attention_heads\": 16, \"num_key_value_heads\": 8",
+                       "\"num_attention_heads\": 2048, \"num_key_value_heads\": 8"),
+            "model 'big/config.json' is too large: num_attention_heads is 2048, above 1024 (far beyond any "
+            "published decoder)");
+  EXPECT_EQ(error_with("\"head_dim\": 128", "\"head_dim\": 4096"),
+            "model 'big/config.json' is too large: head_dim is 4096, above 1024 (far beyond any published decoder)");
+  EXPECT_EQ(error_with("\"vocab_size\": 151936", "\"vocab_size\": 100000000"),
+            "model 'big/config.json' is too large: vocab_size is 100000000, above 4194304 (far beyond any "
+            "published decoder)");
+}
+
+TEST(HfConfigTest, TheBoundsThemselvesAreAccepted) {
+  EXPECT_EQ(error_with("\"num_hidden_layers\": 28", "\"num_hidden_layers\": 1024"), "");
+  EXPECT_EQ(error_with("\"vocab_size\": 151936", "\"vocab_size\": 4194304"), "");
+  EXPECT_EQ(error_with("\"hidden_size\": 2048, \"intermediate_size\": 6144",
+                       "\"hidden_size\": 65536, \"intermediate_size\": 262144"),
+            "");
+}
+
+TEST(HfConfigTest, NonPositiveNormEpsilonOrRopeBaseIsRefused) {
+  EXPECT_EQ(error_with("\"tie_word_embeddings\": true", "\"tie_word_embeddings\": true, \"rms_norm_eps\": -1e-6"),
+            "model 'big/config.json': rms_norm_eps must be positive");
+  EXPECT_EQ(error_with("\"tie_word_embeddings\": true", "\"tie_word_embeddings\": true, \"rope_theta\": 0"),
+            "model 'big/config.json': rope_theta must be positive");
 }
 
 TEST(HfConfigTest, ADirectoryIsNamedAsOneAndItsConfigJsonOffered) {

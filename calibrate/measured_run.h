@@ -1,0 +1,29 @@
+// What one training run measured: the value the LibTorch runner (calibrate/runner.h) returns
+// and calibrate/convert.h turns into a measurement row. It belongs to the measurement layer so
+// that the conversion and the fit need neither the runner nor LibTorch. Torch-free.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "model/workload.h"
+
+namespace lorasim::calib {
+
+struct RunResult {
+  int64_t micro_batch = 0, accumulation = 0, seq_len = 0, num_layers = 0;
+  model::Precision precision = model::Precision::fp32;  ///< what the run trained in (see resolve_precision)
+  bool oom = false;                  ///< out of memory: recorded, memory released, caller goes on
+  std::string error;                 ///< the out-of-memory message when oom
+  double step_time_s = 0;            ///< median full optimizer step (a micro-batches + AdamW + zero_grad)
+  double micro_batch_time_s = 0;     ///< median wall time of one micro-batch in steady state
+  double host_time_s = std::numeric_limits<double>::quiet_NaN();    ///< median host dispatch time of one micro-batch (CUDA); NaN if not measured or unreliable
+  double device_time_s = std::numeric_limits<double>::quiet_NaN();  ///< median device execution time of one micro-batch (CUDA); on CPU = micro_batch_time_s
+  double optimizer_time_s = 0;       ///< median AdamW step + zero_grad
+  int64_t peak_allocated_bytes = 0;  ///< peak over the warm-up and measured steps (from an empty cache), AdamW state included
+  int64_t peak_reserved_bytes = 0;   ///< same, plus the caching allocator's slack (= allocated on CPU)
+  std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a)
+};
+
+}  // namespace lorasim::calib
