@@ -328,12 +328,11 @@ def parse_args(argv=None):
 
 def run(args):
     """The measurement of one case, as the JSON object the command writes."""
-    torch = require("torch")
+    torch, transformers, peft = require("torch", "transformers", "peft")
     cfg = load_config_dict(args)
     config, summary, listing = count_saved(args, cfg)
     result = {
-        "versions": {"torch": torch.__version__, "transformers": require("transformers").__version__,
-                     "peft": require("peft").__version__},
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__},
         "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
         "micro_batch": args.micro_batch, "seq_len": args.seq_len, "rank": args.rank, "targets": args.targets,
         "lora_dropout": args.lora_dropout, "autocast": args.autocast, "precision": args.precision,
