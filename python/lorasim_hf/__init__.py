@@ -12,7 +12,6 @@ Importing the package needs neither torch nor transformers; the parts that do im
 when used and name the missing package (`MissingDependency`).
 """
 from lorasim_hf._deps import MissingDependency
-from lorasim_hf.lengths import write_lengths
 from lorasim_hf.recommend import LorasimError, training_arguments
 from lorasim_hf.rows import RowWriter, write_rows
 
@@ -21,8 +20,12 @@ __all__ = ["LorasimCallback", "LorasimError", "MissingDependency", "RowWriter", 
 
 
 def __getattr__(name):
-    # The callback subclasses transformers.TrainerCallback, so it is imported on first use.
+    # The callback subclasses transformers.TrainerCallback, so it is imported on first use; the
+    # lengths module too, so that `python -m lorasim_hf.lengths` runs it only once.
     if name == "LorasimCallback":
         from lorasim_hf.callback import LorasimCallback
         return LorasimCallback
+    if name == "write_lengths":
+        from lorasim_hf.lengths import write_lengths
+        return write_lengths
     raise AttributeError(f"module 'lorasim_hf' has no attribute '{name}'")
