@@ -41,8 +41,20 @@ def known_models(lorasim=None):
     return names
 
 
+def is_config_path(model):
+    """Whether lorasim reads `model` as a config.json path rather than a preset name."""
+    return model.endswith(".json") or os.sep in model or bool(os.altsep and os.altsep in model)
+
+
 def check_preset(name, lorasim=None):
-    """`name` if it is one of lorasim's presets; else ValueError naming the known ones."""
+    """`name` if it is one of lorasim's presets (or an existing config.json path, which the
+    measurement format also takes); else ValueError naming the known presets."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"model_name must be a non-empty string, got {name!r}")
+    if is_config_path(name):
+        if not os.path.isfile(name):
+            raise ValueError(f"model_name '{name}' names no config.json file")
+        return name
     known = known_models(lorasim)
     if name not in known:
         close = [k for k in known if k.lower() == str(name).lower()]
@@ -89,8 +101,7 @@ def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, l
             options[key] = (whole_number if key in _WHOLE else boolean)(key, options[key])
     cmd = [find_lorasim(lorasim), "recommend", "--format", "json"]
     model = os.fspath(model)
-    is_config = model.endswith(".json") or os.sep in model or (os.altsep and os.altsep in model)
-    cmd += ["--model-config" if is_config else "--model", model]
+    cmd += ["--model-config" if is_config_path(model) else "--model", model]
     cmd += ["--effective-batch", str(effective_batch), "--seq-len", str(seq_len)]
     cmd += ["--gpu", gpu] if gpu is not None else ["--profile", os.fspath(profile)]
     # Only what the caller gives: a lorasim without the stack flags must still answer the rest.

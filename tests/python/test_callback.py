@@ -174,3 +174,12 @@ def test_without_a_binary_the_name_is_kept_with_a_warning(tmp_path, torch, monke
     with pytest.warns(UserWarning, match="model_name 'qwen3-1.7b' not checked"):
         cb = LorasimCallback(str(tmp_path / "runs.jsonl"), model_name="qwen3-1.7b")
     assert cb.model_name == "qwen3-1.7b"
+
+
+def test_a_config_path_as_model_name_must_exist(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    config = tmp_path / "my-model.json"
+    with pytest.raises(ValueError, match="names no config.json file"):
+        LorasimCallback(str(tmp_path / "runs.jsonl"), model_name=str(config))
+    config.write_text(json.dumps(LLAMA))
+    assert LorasimCallback(str(tmp_path / "runs.jsonl"), model_name=str(config)).model_name == str(config)
