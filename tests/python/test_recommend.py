@@ -126,3 +126,12 @@ def test_numpy_style_integers_are_whole_numbers(tmp_path):
     exe, args_file = fake_lorasim(tmp_path)
     training_arguments(model="qwen3-1.7b", effective_batch=Int64(8), seq_len=Int64(512), gpu="h200", lorasim=exe)
     assert json.loads(args_file.read_text())[5:9] == ["--effective-batch", "8", "--seq-len", "512"]
+
+
+def test_an_unknown_preset_is_refused_by_the_real_binary():
+    from conftest import lorasim_binary
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
+    with pytest.raises(LorasimError, match="unknown model 'qwen3-1.7B', did you mean 'qwen3-1.7b'"):
+        training_arguments(model="qwen3-1.7B", effective_batch=16, seq_len=512, gpu="h200", lorasim=exe)
