@@ -3,7 +3,8 @@
 # python -m lorasim_hf.saved_tensors over qwen3-1.7b, llama-3.2-1b, qwen2.5-0.5b and mistral-7b
 # shaped configs (bench/hf/configs/, truncated to 2 layers) at 512/2048 tokens, micro-batch 1 and 2,
 # autocast on/off, dropout 0/0.05, checkpointing on/off, SDPA and eager; one process, about 2 min.
-# Writes one JSON per case and summary.md (formula vs measured, hooks vs allocator) under
+# Writes one JSON per case and summary.md (measured vs lorasim's count when $LORASIM or PATH has
+# the binary, hooks vs allocator) under
 # $OUT/hf-saved-tensors (or the directory given as $1). Needs torch, transformers, peft in $PYTHON.
 #   bench/hf/saved_tensors_gpu.sh            # on the device machine, from the repository root
 set -euo pipefail

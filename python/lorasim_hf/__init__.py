@@ -5,6 +5,8 @@
 - `training_arguments(...)`: lorasim's recommended split as `TrainingArguments` keyword arguments.
 - `python -m lorasim_hf.probe --plan PLAN.json`: short real training steps, run by
   `lorasim calibrate --stack hf-peft`.
+- `write_lengths(source, tokenizer, out)` (`python -m lorasim_hf.lengths`): the `length,count`
+  histogram of a data set tokenized as TRL's SFTTrainer does, for `lorasim ... --lengths`.
 
 Importing the package needs neither torch nor transformers; the parts that do import them
 when used and name the missing package (`MissingDependency`).
@@ -14,12 +16,16 @@ from lorasim_hf.recommend import LorasimError, training_arguments
 from lorasim_hf.rows import RowWriter, write_rows
 
 __all__ = ["LorasimCallback", "LorasimError", "MissingDependency", "RowWriter", "training_arguments",
-           "write_rows"]
+           "write_lengths", "write_rows"]
 
 
 def __getattr__(name):
-    # The callback subclasses transformers.TrainerCallback, so it is imported on first use.
+    # The callback subclasses transformers.TrainerCallback, so it is imported on first use; the
+    # lengths module too, so that `python -m lorasim_hf.lengths` runs it only once.
     if name == "LorasimCallback":
         from lorasim_hf.callback import LorasimCallback
         return LorasimCallback
+    if name == "write_lengths":
+        from lorasim_hf.lengths import write_lengths
+        return write_lengths
     raise AttributeError(f"module 'lorasim_hf' has no attribute '{name}'")

@@ -4,8 +4,9 @@ import importlib
 # Import order matters for the message: peft imports torch and transformers, so a missing
 # torch must be named as torch, not as a failing peft.
 PINNED = {"torch": "2.11.0", "transformers": "5.17.0", "peft": "0.21.2"}
-# Needed by transformers' Trainer and peft; named when it is what fails to import.
-ALSO_PINNED = {"accelerate": "1.15.0"}
+# Needed by transformers' Trainer and peft, and (datasets) by the lengths helper for Parquet and
+# Arrow files; named when it is what fails to import.
+ALSO_PINNED = {"accelerate": "1.15.0", "datasets": "4.8.5"}
 
 
 class MissingDependency(ImportError):

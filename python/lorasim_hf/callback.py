@@ -18,6 +18,7 @@ import time
 import warnings
 
 from lorasim_hf._deps import require
+from lorasim_hf.recommend import LorasimError, check_preset, whole_number
 from lorasim_hf.rows import RowWriter, check_row
 
 _torch, _transformers = require("torch", "transformers")
@@ -26,6 +27,10 @@ _PROJECTIONS = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gat
                 "down_proj": "down"}
 _PRECISIONS = {_torch.bfloat16: "bf16", _torch.float16: "fp16", _torch.float32: "fp32"}
 _ATTN = ("sdpa", "eager", "flash_attention_2")
+# Every column a row of the callback may carry: an existing CSV's header must have them all.
+ROW_COLUMNS = ("model", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
+               "lora_targets", "precision", "oom", "step_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
+               "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head")
 
 
 def allocator_from_env(env=None):
@@ -113,16 +118,29 @@ class LorasimCallback(_transformers.TrainerCallback):
     """Appends one lorasim measurement row (.csv or .jsonl `path`) per training run.
 
     model_name: a lorasim preset (`lorasim models`) naming the model; without it the model's
-    config.json is written to `<path>.configs/` and the row names that file.
+    config.json is written to `<path>.configs/` and the row names that file. The name is checked
+    against the presets of the lorasim binary (`lorasim=`, else $LORASIM, else PATH) when one is
+    found. The path is checked here and again when training begins: a row that cannot be written
+    is refused before the run, not lost after it.
     """
 
-    def __init__(self, path, warmup_steps=2, model_name=None):
-        if warmup_steps < 0:
-            raise ValueError("warmup_steps must be >= 0")
-        self.writer = RowWriter(path)  # refuses a bad extension now, not after hours of training
+    def __init__(self, path, warmup_steps=2, model_name=None, lorasim=None):
+        warmup_steps = whole_number("warmup_steps", warmup_steps, minimum=0)
         self.path, self.warmup_steps, self.model_name = os.fspath(path), warmup_steps, model_name
+        self.writer = self._checked_writer()
+        if model_name is not None:
+            try:
+                check_preset(model_name, lorasim)
+            except LorasimError as e:  # no binary here (training elsewhere): say so, keep going
+                warnings.warn(f"LorasimCallback: model_name '{model_name}' not checked against lorasim's "
+                              f"presets: {e}")
         self.row = None
         self._reset()
+
+    def _checked_writer(self):
+        writer = RowWriter(self.path)  # refuses a bad extension or an unknown header column
+        writer.check(ROW_COLUMNS)
+        return writer
 
     def _reset(self):
         self._done, self._t0, self._timing, self._hook, self._cuda = 0, None, False, None, False
@@ -144,6 +162,7 @@ class LorasimCallback(_transformers.TrainerCallback):
             self._lens.append(int(ids.shape[1]))
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.writer = self._checked_writer()  # the file may have changed since construction
         self._reset()
         self._cuda = args.device.type == "cuda" and _torch.cuda.is_available()
         if model is not None:

@@ -7,6 +7,7 @@
 Runs `lorasim recommend --format json` (the binary from `lorasim=`, else $LORASIM, else PATH).
 """
 import json
+import numbers
 import os
 import shutil
 import subprocess
@@ -27,19 +28,81 @@ def find_lorasim(lorasim=None):
     return path
 
 
+def known_models(lorasim=None):
+    """The names of lorasim's architecture presets (`lorasim models --format json`)."""
+    exe = find_lorasim(lorasim)
+    try:
+        proc = subprocess.run([exe, "models", "--format", "json"], capture_output=True, text=True, check=False)
+        names = [m["name"] for m in json.loads(proc.stdout)]
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise LorasimError(f"{exe} models --format json gave no list of presets: {e}") from None
+    if proc.returncode != 0 or not names:
+        raise LorasimError(f"{exe} models --format json failed: {proc.stderr.strip()}")
+    return names
+
+
+def is_config_path(model):
+    """Whether lorasim reads `model` as a config.json path rather than a preset name."""
+    return model.endswith(".json") or os.sep in model or bool(os.altsep and os.altsep in model)
+
+
+def check_preset(name, lorasim=None):
+    """`name` if it is one of lorasim's presets (or an existing config.json path, which the
+    measurement format also takes); else ValueError naming the known presets."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"model_name must be a non-empty string, got {name!r}")
+    if is_config_path(name):
+        if not os.path.isfile(name):
+            raise ValueError(f"model_name '{name}' names no config.json file")
+        return name
+    known = known_models(lorasim)
+    if name not in known:
+        close = [k for k in known if k.lower() == str(name).lower()]
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise ValueError(f"model_name '{name}' is not a lorasim preset{hint}; known: {', '.join(known)} "
+                         "(or leave model_name out, and the row names the model's config.json)")
+    return name
+
+
 def _flag(name):
     return "--" + name.replace("_", "-")
+
+
+# Options lorasim reads as whole numbers, and those it reads as true/false. Python would turn
+# 4.7 into "4.7" (or int() into 4) and 'false' into a true value; each is refused here instead.
+_WHOLE = ("effective_batch", "seq_len", "lora_rank")
+_BOOLEAN = ("grad_ckpt", "autocast", "fused_lm_head")
+
+
+def whole_number(name, value, minimum=1):
+    """`value` if it is an int (not a bool) >= minimum; else TypeError/ValueError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number (int), got {value!r} ({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def boolean(name, value):
+    """`value` if it is True or False; a string such as 'false' is refused (it is a true value)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return value
 
 
 def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, lorasim=None, **options):
     """The `lorasim recommend` command line for these arguments (a list)."""
     if (gpu is None) == (profile is None):
         raise ValueError("give exactly one of gpu= (an embedded profile, e.g. 'h200') or profile= (a TOML file)")
+    # Every argument is checked before the binary is looked for: a wrong call is named as such.
+    effective_batch, seq_len = whole_number("effective_batch", effective_batch), whole_number("seq_len", seq_len)
+    for key in _WHOLE[2:] + _BOOLEAN:
+        if options.get(key) is not None:
+            options[key] = (whole_number if key in _WHOLE else boolean)(key, options[key])
     cmd = [find_lorasim(lorasim), "recommend", "--format", "json"]
     model = os.fspath(model)
-    is_config = model.endswith(".json") or os.sep in model or (os.altsep and os.altsep in model)
-    cmd += ["--model-config" if is_config else "--model", model]
-    cmd += ["--effective-batch", str(int(effective_batch)), "--seq-len", str(int(seq_len))]
+    cmd += ["--model-config" if is_config_path(model) else "--model", model]
+    cmd += ["--effective-batch", str(effective_batch), "--seq-len", str(seq_len)]
     cmd += ["--gpu", gpu] if gpu is not None else ["--profile", os.fspath(profile)]
     # Only what the caller gives: a lorasim without the stack flags must still answer the rest.
     for key, value in options.items():

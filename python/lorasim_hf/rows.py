@@ -123,6 +123,24 @@ class RowWriter:
                 raise ValueError(f"{self.path}: existing header has unknown column(s) {', '.join(unknown)}")
         self._ends_with_newline = not exists or _ends_with_newline(self.path)
 
+    def check(self, columns=()):
+        """Refuses now what a later write would: a path that cannot be appended to, or an existing
+        CSV header without one of `columns` (the columns the caller may write)."""
+        if self.header:
+            missing = [k for k in columns if k not in self.header]
+            if missing:
+                raise ValueError(f"{self.path}: its header has no column {', '.join(missing)}, which the rows "
+                                 "need; write to a new file (or a .jsonl file)")
+        existed = os.path.exists(self.path)
+        try:
+            with open(self.path, "a"):
+                pass
+        except OSError as e:
+            raise OSError(e.errno, f"cannot write the measurement file '{self.path}': {e.strerror}; "
+                                   "choose another path") from None
+        if not existed:  # only probed: the file appears with its first row
+            os.remove(self.path)
+
     def comment(self, text):
         """A '# ...' line; lorasim skips it in both formats."""
         self._append("".join(f"# {line}\n" for line in str(text).splitlines() or [""]))

@@ -103,3 +103,83 @@ def test_fused_lm_head_is_recognised_by_trls_patched_forward(torch):
         return None
     model.forward = types.MethodType(_fused_forward, model)
     assert fused_lm_head(model) is True
+
+
+def fake_models(tmp_path, names=("qwen3-1.7b", "tiny")):
+    """A `lorasim` whose `models --format json` lists `names`."""
+    import stat
+    import sys
+    script = tmp_path / "lorasim"
+    script.write_text(f"#!{sys.executable}\nimport json\n"
+                      f"print(json.dumps([{{'name': n}} for n in {list(names)!r}]))\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+@pytest.mark.parametrize("path", ["/proc/x.jsonl", "/proc/x.csv", "/nonexistent-dir/runs.jsonl"])
+def test_an_unwritable_path_is_refused_at_construction(path, torch):
+    from lorasim_hf import LorasimCallback
+    with pytest.raises(OSError, match=f"cannot write the measurement file '{path}'"):
+        LorasimCallback(path)
+
+
+def test_a_csv_whose_header_lacks_columns_is_refused_at_construction(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    path = tmp_path / "runs.csv"
+    path.write_text("model,seq_len,micro_batch,step_time_s\nqwen3-1.7b,512,4,1.0\n")
+    with pytest.raises(ValueError, match="its header has no column accumulation, grad_ckpt, .*fused_lm_head"):
+        LorasimCallback(str(path))
+    assert path.read_text() == "model,seq_len,micro_batch,step_time_s\nqwen3-1.7b,512,4,1.0\n"
+
+
+def test_the_path_is_checked_again_when_training_begins(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    path = tmp_path / "runs.csv"
+    cb = LorasimCallback(str(path))
+    assert not path.exists()  # the check leaves no empty file behind
+    path.write_text("model,seq_len,micro_batch\n")  # another run wrote a narrower file meanwhile
+    with pytest.raises(ValueError, match="its header has no column accumulation"):
+        train(torch, tmp_path, cb, max_steps=1)
+    gone = tmp_path / "sub" / "runs.jsonl"
+    (tmp_path / "sub").mkdir()
+    cb = LorasimCallback(str(gone))
+    (tmp_path / "sub").rmdir()
+    with pytest.raises(OSError, match="cannot write the measurement file"):
+        cb.on_train_begin(None, None, None)
+
+
+def test_an_unknown_preset_name_is_refused_naming_the_known_ones(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    exe = fake_models(tmp_path)
+    with pytest.raises(ValueError, match=r"model_name 'qwen3-1.7B' is not a lorasim preset \(did you mean "
+                                         r"'qwen3-1.7b'\?\); known: qwen3-1.7b, tiny"):
+        LorasimCallback(str(tmp_path / "runs.jsonl"), model_name="qwen3-1.7B", lorasim=exe)
+    assert LorasimCallback(str(tmp_path / "runs.jsonl"), model_name="tiny", lorasim=exe).model_name == "tiny"
+
+
+def test_preset_names_come_from_the_real_binary(tmp_path, torch):
+    from conftest import lorasim_binary
+    from lorasim_hf import LorasimCallback
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
+    with pytest.raises(ValueError, match="known: .*qwen3-1.7b"):
+        LorasimCallback(str(tmp_path / "runs.jsonl"), model_name="qwen9-1b", lorasim=exe)
+
+
+def test_without_a_binary_the_name_is_kept_with_a_warning(tmp_path, torch, monkeypatch):
+    from lorasim_hf import LorasimCallback
+    monkeypatch.delenv("LORASIM", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.warns(UserWarning, match="model_name 'qwen3-1.7b' not checked"):
+        cb = LorasimCallback(str(tmp_path / "runs.jsonl"), model_name="qwen3-1.7b")
+    assert cb.model_name == "qwen3-1.7b"
+
+
+def test_a_config_path_as_model_name_must_exist(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    config = tmp_path / "my-model.json"
+    with pytest.raises(ValueError, match="names no config.json file"):
+        LorasimCallback(str(tmp_path / "runs.jsonl"), model_name=str(config))
+    config.write_text(json.dumps(LLAMA))
+    assert LorasimCallback(str(tmp_path / "runs.jsonl"), model_name=str(config)).model_name == str(config)

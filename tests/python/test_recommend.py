@@ -88,3 +88,50 @@ def test_stack_options_reach_the_real_binary():
     with pytest.raises(LorasimError, match="--lora-dropout: the lorasim stack has no LoRA dropout"):
         training_arguments(model="qwen3-1.7b", effective_batch=16, seq_len=512, gpu="h200", stack="lorasim",
                            lora_dropout=0.05, lorasim=exe)
+
+
+@pytest.mark.parametrize("arg, value", [("effective_batch", 4.7), ("seq_len", 64.9), ("effective_batch", True),
+                                        ("seq_len", "64"), ("lora_rank", 8.0)])
+def test_non_integer_sizes_are_refused_by_name(tmp_path, arg, value):
+    exe, args_file = fake_lorasim(tmp_path)
+    kw = dict(model="qwen3-1.7b", effective_batch=4, seq_len=64, gpu="h200", lorasim=exe)
+    kw[arg] = value
+    with pytest.raises(TypeError, match=rf"^{arg} must be a whole number \(int\), got {value!r}"):
+        training_arguments(**kw)
+    assert not args_file.exists()  # lorasim never ran
+
+
+def test_sizes_below_one_are_refused(tmp_path):
+    exe, _ = fake_lorasim(tmp_path)
+    with pytest.raises(ValueError, match="^effective_batch must be >= 1, got 0"):
+        training_arguments(model="qwen3-1.7b", effective_batch=0, seq_len=64, gpu="h200", lorasim=exe)
+
+
+@pytest.mark.parametrize("arg", ["grad_ckpt", "autocast", "fused_lm_head"])
+@pytest.mark.parametrize("value", ["false", "true", 0, 1])
+def test_booleans_must_be_booleans(tmp_path, arg, value):
+    exe, args_file = fake_lorasim(tmp_path)
+    with pytest.raises(TypeError, match=rf"^{arg} must be True or False, got {value!r}"):
+        training_arguments(model="qwen3-1.7b", effective_batch=4, seq_len=64, gpu="h200", lorasim=exe,
+                           **{arg: value})
+    assert not args_file.exists()
+
+
+def test_numpy_style_integers_are_whole_numbers(tmp_path):
+    import numbers
+
+    class Int64(int):  # what numpy.int64 is to numbers.Integral
+        pass
+    assert isinstance(Int64(8), numbers.Integral)
+    exe, args_file = fake_lorasim(tmp_path)
+    training_arguments(model="qwen3-1.7b", effective_batch=Int64(8), seq_len=Int64(512), gpu="h200", lorasim=exe)
+    assert json.loads(args_file.read_text())[5:9] == ["--effective-batch", "8", "--seq-len", "512"]
+
+
+def test_an_unknown_preset_is_refused_by_the_real_binary():
+    from conftest import lorasim_binary
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
+    with pytest.raises(LorasimError, match="unknown model 'qwen3-1.7B', did you mean 'qwen3-1.7b'"):
+        training_arguments(model="qwen3-1.7B", effective_batch=16, seq_len=512, gpu="h200", lorasim=exe)

@@ -1,100 +1,94 @@
-"""lorasim_hf.saved_tensors on a tiny random Llama and Qwen3 (CPU): the saved-tensor bytes it
-measures per block equal docs/hf-stack-memory.md's formulas exactly."""
-import json
+"""What autograd really saves in a tiny random Llama and Qwen3 with PEFT LoRA (CPU), against what the
+lorasim binary counts for it (model/hf_analytics.cpp, the one copy of the formulas).
+
+Measured: the bytes packed under saved_tensors_hooks at micro-batch 2 and 4 (lorasim_hf.autograd_saved).
+lorasim: peak allocated of the splits 2x2 and 4x1 of `lorasim simulate --format json` under h200.toml
+with the hf-peft stack's memory terms set so that peak allocated is static memory + saved tensors
+(saved_scale 1, logits_scale 0, workspace 0). The growth from 2 to 4 sequences is then, on both
+sides, what two sequences save; it must agree to the byte (the static memory, RoPE's tables and the
+loss's scalar do not grow and drop out).
+"""
+import argparse
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from conftest import lorasim_binary
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
 from lorasim_hf import saved_tensors as st  # noqa: E402
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BASE_PROFILE = os.path.join(ROOT, "hwprofiles", "h200.toml")
 TINY = {
-    "llama": ["--model-type", "llama", "--hidden-size", "64", "--intermediate-size", "128",
-              "--num-attention-heads", "4", "--num-key-value-heads", "2", "--vocab-size", "256"],
-    "qwen3": ["--model-type", "qwen3", "--hidden-size", "64", "--intermediate-size", "96",
-              "--num-attention-heads", "4", "--num-key-value-heads", "2", "--head-dim", "32",
-              "--vocab-size", "256"],
+    "llama": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": 256, "num_hidden_layers": 2, "rope_theta": 10000.0},
+    "qwen3": {"model_type": "qwen3", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 256, "num_hidden_layers": 2,
+              "rope_theta": 10000.0, "tie_word_embeddings": True},
 }
 B, S, R = 2, 24, 8
 
 
-def run(tmp_path, model, *extra):
-    out = tmp_path / "out.json"
-    st.main(TINY[model] + ["--layers", "2", "--seq-len", str(S), "--micro-batch", str(B), "--rank", str(R),
-                           "--out", str(out), *extra])
-    return json.loads(out.read_text())
+def case(precision, autocast, attn_impl, targets=st.ALL_TARGETS, rank=R):
+    return argparse.Namespace(micro_batch=B, seq_len=S, rank=rank, alpha=2 * rank, targets=list(targets),
+                              lora_dropout=0.0, precision=precision, autocast=autocast, attn_impl=attn_impl,
+                              device="cpu", sdpa_backend=None, use_cache="config")
 
 
-def block_bytes(r, layer):
-    return r["saved"][layer]["total_bytes"]
+def compare(model, args):
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
+    return st.compare_with_lorasim(args, dict(TINY[model]), BASE_PROFILE, lorasim=exe)
 
 
+# Dropout is left out on the CPU: there nn.Dropout saves an fp32 noise tensor, where CUDA's fused
+# kernel (what lorasim counts) saves a 1-byte mask; bench/hf/saved_tensors_gpu.sh covers it.
 @pytest.mark.parametrize("model", ["llama", "qwen3"])
-@pytest.mark.parametrize("attn", ["eager", "sdpa"])
-def test_fp32_blocks_match_formula(tmp_path, model, attn):
-    r = run(tmp_path, model, "--precision", "fp32", "--attn-impl", attn)
-    for layer in ("0", "1"):
-        c = r["check"]["layer" + layer]
-        assert c["equal"], c["rows"]
-    assert r["check"]["outer"]["equal"], r["check"]["outer"]["rows"]
-    sh = r["shape"]
-    h, nq, nkv, d, i = sh["h"], sh["nq"], sh["nkv"], sh["d"], sh["i"]
-    n = B * S
-    # Written out once more by hand (fp32, no autocast, no dropout): two norms (fp32 input +
-    # rstd), lora_A inputs shared per input tensor (norm output for q/k/v and gate/up, the MLP
-    # product for down; o's input is SDPA's saved output), 7 lora_A outputs, attention, SwiGLU.
-    per_token = 2 * (4 * h + 4) + 4 * (h + h + i) + 7 * R * 4 + 3 * i * 4
-    if attn == "sdpa":
-        per_token += 4 * (2 * nq * d + 2 * nkv * d) + 4 * nq
-    else:
-        per_token += 4 * nq * d  # o_proj's input: the eager output's contiguous copy
-        per_token += 4 * 3 * nq * d + 4 * nq * S  # q, repeated k and v (GQA), fp32 probabilities
-    if model == "qwen3":
-        per_token += (nq + nkv) * (4 * d + 4)
-    assert block_bytes(r, "1") == n * per_token
-    # Block 0's input (the embedding output) needs no gradient: its input norm saves nothing.
-    assert block_bytes(r, "0") == n * (per_token - (4 * h + 4))
+@pytest.mark.parametrize("precision, autocast, attn_impl", [
+    ("fp32", False, "sdpa"), ("fp32", False, "eager"), ("bf16", False, "sdpa"), ("bf16", True, "sdpa"),
+    ("bf16", False, "eager"), ("bf16", True, "eager"),
+    # Found by this test: under autocast an fp32 model's linear outputs (and so attention, SwiGLU
+    # and the adapters' inputs) are bf16, but model/hf_analytics.cpp counts them at the weights'
+    # 4 bytes; lorasim over-counts (by 35% here). Strict: passes once the C++ count is fixed.
+    pytest.param("fp32", True, "sdpa", marks=pytest.mark.xfail(strict=True, reason="fp32 model under autocast")),
+    pytest.param("fp32", True, "eager", marks=pytest.mark.xfail(strict=True, reason="fp32 model under autocast"))])
+def test_lorasim_counts_what_autograd_saves(model, precision, autocast, attn_impl):
+    c = compare(model, case(precision, autocast, attn_impl))
+    assert c["measured_growth_bytes"] > 0
+    assert c["lorasim_growth_bytes"] == c["measured_growth_bytes"], c
 
 
-@pytest.mark.parametrize("model", ["llama", "qwen3"])
-def test_bf16_autocast_on_and_off(tmp_path, model):
-    off = run(tmp_path, model, "--precision", "bf16")
-    on = run(tmp_path, model, "--precision", "bf16", "--autocast")
-    for r in (off, on):
-        for k in ("layer0", "layer1", "outer"):
-            assert r["check"][k]["equal"], (k, r["check"][k]["rows"])
-    # Autocast off: each adapter saves an fp32 copy of its input and an fp32 lora_A output;
-    # on: bf16. The difference is 2 bytes per adapted input feature and per rank element.
-    sh = off["shape"]
-    in_features = 5 * sh["h"] + sh["nq"] * sh["d"] + sh["i"]
-    diff = block_bytes(off, "1") - block_bytes(on, "1")
-    assert diff == B * S * 2 * (in_features + 7 * R)
+# Found by this test: when q, k and v are not adapted, nothing in block 0 before the first adapted
+# projection needs a gradient (its input, the embedding output, needs none), so autograd saves
+# none of it; model/hf_analytics.cpp leaves only block 0's input norm out, and over-counts (by
+# 400 B/token with o,gate,up here: SDPA's q, k, v, out and lse; by 1428 with down only).
+BLOCK0_GAP = pytest.mark.xfail(strict=True, reason="block 0 before its first adapted projection")
 
 
-@pytest.mark.parametrize("model", ["llama", "qwen3"])
-def test_dropout_adds_a_copy_and_a_mask(tmp_path, model):
-    base = run(tmp_path, model, "--precision", "fp32", "--attn-impl", "sdpa")
-    drop = run(tmp_path, model, "--precision", "fp32", "--attn-impl", "sdpa", "--lora-dropout", "0.1")
-    for k in ("layer0", "layer1", "outer"):
-        assert drop["check"][k]["equal"], (k, drop["check"][k]["rows"])
-    sh = base["shape"]
-    h, qd, i = sh["h"], sh["nq"] * sh["d"], sh["i"]
-    n = B * S
-    # Each adapter: a dropped fp32 copy of its input saved for lora_A, and the mask (on the CPU
-    # the fp32 noise tensor; on CUDA a bool). Minus the inputs lora_A shared without dropout.
-    per_adapter_inputs = 5 * h + qd + i
-    shared_before = h + h + i  # norm output (q/k/v), norm output (gate/up), MLP product (down)
-    extra = n * (4 * per_adapter_inputs + 4 * per_adapter_inputs - 4 * shared_before)
-    assert block_bytes(drop, "1") - block_bytes(base, "1") == extra
+@pytest.mark.parametrize("targets", [["q_proj", "v_proj"], ["k_proj", "o_proj", "down_proj"],
+                                     pytest.param(["down_proj"], marks=BLOCK0_GAP),
+                                     pytest.param(["o_proj", "gate_proj", "up_proj"], marks=BLOCK0_GAP)])
+def test_lorasim_counts_what_autograd_saves_for_some_targets(targets):
+    c = compare("llama", case("bf16", True, "sdpa", targets=targets, rank=4))
+    assert c["lorasim_growth_bytes"] == c["measured_growth_bytes"], c
 
 
-def test_checkpointing_keeps_block_inputs(tmp_path):
-    r = run(tmp_path, "llama", "--precision", "bf16", "--grad-ckpt")
-    c = r["check"]["ckpt_outer"]
-    assert c["equal"], c["rows"]
-    assert c["rows"]["block_inputs"]["measured"] == 2 * B * S * r["shape"]["h"] * 2
+def test_fp32_shared_adapter_inputs(tmp_path):
+    # An fp32 model without autocast: lora_A saves the block's own tensor, shared by q/k/v and by
+    # gate/up -- the case where PEFT makes no copy.
+    c = compare("llama", case("fp32", False, "eager", targets=["q_proj", "k_proj", "up_proj"]))
+    assert c["lorasim_growth_bytes"] == c["measured_growth_bytes"], c
+
+
+def test_the_unit_profile_sets_the_stack_terms():
+    text = st.unit_saved_profile(open(BASE_PROFILE).read())
+    stack = text.split("[stack.hf-peft]")[1].split("\n[")[0]
+    for key, value in st.UNIT_TERMS.items():
+        assert f"\n{key} = {value}\n" in stack
+    with pytest.raises(ValueError, match="no logits_scale, saved_scale, workspace_bytes in \\[stack.hf-peft\\]"):
+        st.unit_saved_profile("[memory]\nsaved_scale = 1.1\n")
