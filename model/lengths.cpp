@@ -174,7 +174,8 @@ Padding parse_padding(const std::string& text) {
   const std::string prefix = "multiple:";
   if (text.compare(0, prefix.size(), prefix) == 0) {
     const std::string n = text.substr(prefix.size());
-    const bool digits = !n.empty() && n.size() <= 18 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const bool digits =
+        !n.empty() && n.size() <= 18 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
     const int64_t tokens = digits ? std::stoll(n) : 0;
     if (tokens <= 0)
       throw InputError("padding '" + text + "': the multiple must be a positive whole number of tokens");
@@ -185,7 +186,8 @@ Padding parse_padding(const std::string& text) {
 
 void validate_padding(const Padding& p) {
   if (p.mode == PaddingMode::multiple && p.multiple_tokens <= 0)
-    throw InputError("padding to a multiple needs a positive multiple of tokens, got " + std::to_string(p.multiple_tokens));
+    throw InputError("padding to a multiple needs a positive multiple of tokens, got " +
+                     std::to_string(p.multiple_tokens));
 }
 
 int64_t padded_length_tokens(const Padding& p, int64_t longest_tokens, int64_t max_length_tokens) {
@@ -211,7 +213,8 @@ MicroBatchTokens expected_micro_batch(const LengthDistribution& d, const Padding
     case PaddingMode::longest:
     case PaddingMode::multiple: break;
   }
-  const double padded = group_by_length ? grouped_padded_length(d, p, micro_batch) : expected_padded_length(d, p, micro_batch);
+  const double padded =
+      group_by_length ? grouped_padded_length(d, p, micro_batch) : expected_padded_length(d, p, micro_batch);
   return {b * padded, b * mean};
 }
 

@@ -16,25 +16,28 @@ void check_static_bytes(const Workload& w) {
   const ParamCounts c = count_params(w.arch, w.lora);  // throws naming the model
   const std::string model = "model '" + w.arch.name + "' is too large to simulate: ";
   const char* beyond = " do not fit in a 64-bit integer";
+  const char* check = " (check hidden_size, intermediate_size, num_hidden_layers and vocab_size)";
   Checked k;
   const int64_t weights = k.mul(c.base, bytes_per_element(w.train.precision));
   if (k.overflowed)
     throw InputError(model + "its frozen weights in " + precision_name(w.train.precision) + " (" + str(c.base) +
-                     " parameters x " + str(bytes_per_element(w.train.precision)) + " bytes)" + beyond);
+                     " parameters x " + str(bytes_per_element(w.train.precision)) + " bytes)" + beyond + check);
   // fp32 adapter weights and gradients, and AdamW's two fp32 moments: 16 bytes per parameter.
   const int64_t adapter_state = k.mul(c.trainable, 16);
   if (k.overflowed)
     throw InputError(model + "its adapters' weights, gradients and optimizer moments at LoRA rank " +
-                     str(w.lora.rank) + " (" + str(c.trainable) + " parameters x 16 bytes)" + beyond);
+                     str(w.lora.rank) + " (" + str(c.trainable) + " parameters x 16 bytes)" + beyond +
+                     " (lower the LoRA rank, or check the model's sizes)");
   k.add(weights, adapter_state);
   if (k.overflowed)
-    throw InputError(model + "its frozen weights (" + str(weights) + " bytes) and adapter state (" + str(adapter_state) +
-                     " bytes) together" + beyond);
+    throw InputError(model + "its frozen weights (" + str(weights) + " bytes) and adapter state (" +
+                     str(adapter_state) + " bytes) together" + beyond + check);
 }
 
 void check_weight_format(const TrainingSpec& t) {
   const WeightFormat stored = t.weight_storage();
-  const bool is_float = stored == WeightFormat::bf16 || stored == WeightFormat::fp16 || stored == WeightFormat::fp32;
+  const bool is_float =
+      stored == WeightFormat::bf16 || stored == WeightFormat::fp16 || stored == WeightFormat::fp32;
   // Mixed precision keeps fp32 weights and computes in bf16 or fp16; a 16-bit float computes
   // in itself. A quantized base dequantizes to whichever compute precision.
   if (is_float && stored != WeightFormat::fp32 && stored != weight_format_of(t.precision))
@@ -95,11 +98,14 @@ LengthDistribution TrainingSpec::length_distribution() const {
   return lengths ? *lengths : LengthDistribution::fixed(seq_len);
 }
 
-WeightFormat TrainingSpec::weight_storage() const { return weight_format ? *weight_format : weight_format_of(precision); }
+WeightFormat TrainingSpec::weight_storage() const {
+  return weight_format ? *weight_format : weight_format_of(precision);
+}
 
 void Workload::validate() const {
   arch.validate();
-  if (train.seq_len <= 0) throw InputError("sequence length must be a positive number of tokens, got " + str(train.seq_len));
+  if (train.seq_len <= 0)
+    throw InputError("sequence length must be a positive number of tokens, got " + str(train.seq_len));
   if (lora.rank <= 0) throw InputError("LoRA rank must be positive, got " + str(lora.rank));
   if (lora.rank > arch.hidden_size)
     throw InputError("LoRA rank " + str(lora.rank) + " exceeds the hidden size " + str(arch.hidden_size) + " of '" +
@@ -109,7 +115,8 @@ void Workload::validate() const {
   validate_padding(train.padding);
   check_weight_format(train);
   if (train.data_parallel_processes <= 0)
-    throw InputError("the number of data-parallel processes must be at least 1, got " + str(train.data_parallel_processes));
+    throw InputError("the number of data-parallel processes must be at least 1, got " +
+                     str(train.data_parallel_processes));
   check_static_bytes(*this);
 }
 
@@ -119,23 +126,25 @@ void require_modelled(const Workload& w) {
   if (stored != weight_format_of(t.precision))
     throw InputError(std::string("base weights stored in ") + weight_format_name(stored) + " while computing in " +
                      precision_name(t.precision) + " are not modelled yet: the cost model counts the frozen weights " +
-                     "in the compute precision");
+                     "in the compute precision (leave the storage format unset to predict them so)");
   if (t.data_parallel_processes != 1)
     throw InputError("training over " + str(t.data_parallel_processes) + " data-parallel processes is not modelled " +
-                     "yet: the cost model predicts one process on one device");
+                     "yet: the cost model predicts one process on one device (predict one process with its " +
+                     "share of the batch)");
   if (t.lengths && !t.lengths->one_point())
     throw InputError("sequences of varying lengths (" + str(t.lengths->shortest_tokens()) + " to " +
                      str(t.lengths->longest_tokens()) + " tokens) are not modelled yet: the cost model takes one " +
-                     "length for every sequence");
+                     "length for every sequence (the longest gives an upper bound)");
   const int64_t length = t.lengths ? t.lengths->longest_tokens() : t.seq_len;
   const int64_t max_length = t.lengths ? t.lengths->max_length_tokens() : t.seq_len;
   if (length != t.seq_len)
     throw InputError("the data's sequences are " + str(length) + " tokens long but the sequence length is " +
-                     str(t.seq_len) + ": the cost model counts the sequence length");
+                     str(t.seq_len) + ": give one of them (the cost model counts the sequence length)");
   const int64_t padded = padded_length_tokens(t.padding, length, max_length);
   if (padded != length)
     throw InputError("padding " + str(length) + "-token sequences to " + str(padded) + " tokens (" +
-                     padding_name(t.padding) + ") is not modelled yet: the cost model counts every token as real");
+                     padding_name(t.padding) + ") is not modelled yet: the cost model counts every token as real " +
+                     "(give the padded length as the sequence length)");
 }
 
 }  // namespace lorasim::model

@@ -181,8 +181,8 @@ TEST(WorkloadTest, ValidationSaysWhichStaticCountOverflows) {
   ASSERT_NO_THROW(w.arch.validate());
   ASSERT_NO_THROW(count_params(w.arch, w.lora));
   std::string e = validation_error(w);
-  EXPECT_TRUE(contains(e, "too large to simulate") && contains(e, "adapters' weights, gradients and optimizer moments") &&
-              contains(e, "16 bytes"))
+  EXPECT_TRUE(contains(e, "too large to simulate") && contains(e, "16 bytes") &&
+              contains(e, "adapters' weights, gradients and optimizer moments"))
       << e;
   // At rank 1 the adapter state fits and so do fp32 weights, but not both together.
   w.lora.rank = 1;
