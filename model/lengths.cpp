@@ -51,19 +51,23 @@ double expected_padded_length(const LengthDistribution& d, const Padding& p, int
 }
 
 // Sorted into consecutive groups of b, each sequence padded to its group's longest: the mean
-// padded length per sequence. Groups are walked through the bins, so the cost is the number
-// of groups plus bins, not of sequences.
+// padded length per sequence. A full group k (sorted positions kb-b .. kb-1) is padded to the
+// length of the bin holding position kb-1, so bin i ends floor(C_i / b) - floor(C_{i-1} / b)
+// groups (C_i its running count); the last, partial group of N mod b ends in the longest bin.
+// One pass over the bins, however many sequences they count.
 double grouped_padded_length(const LengthDistribution& d, const Padding& p, int64_t micro_batch) {
-  const int64_t n = d.sequences();
+  const double b = static_cast<double>(micro_batch);
   double padded = 0;  // sum over sequences of their group's padded length
-  size_t bin = 0;
-  for (int64_t start = 0; start < n; start += std::min(micro_batch, n - start)) {
-    const int64_t size = std::min(micro_batch, n - start), last = start + size - 1;  // 0-based positions
-    while (d.cumulative_count(bin) <= last) ++bin;
-    padded += static_cast<double>(size) *
-              static_cast<double>(padded_length_tokens(p, d.bins()[bin].length_tokens, d.max_length_tokens()));
+  int64_t groups_before = 0;
+  for (size_t i = 0; i < d.bins().size(); ++i) {
+    const int64_t groups = d.cumulative_count(i) / micro_batch;
+    const double l = static_cast<double>(padded_length_tokens(p, d.bins()[i].length_tokens, d.max_length_tokens()));
+    padded += static_cast<double>(groups - groups_before) * b * l;
+    groups_before = groups;
   }
-  return padded / static_cast<double>(n);
+  const double rest = static_cast<double>(d.sequences() % micro_batch);
+  padded += rest * static_cast<double>(padded_length_tokens(p, d.longest_tokens(), d.max_length_tokens()));
+  return padded / static_cast<double>(d.sequences());
 }
 
 }  // namespace

@@ -214,6 +214,10 @@ TEST(LengthsTest, GroupByLengthPadsEachSortedGroupToItsLongest) {
   const LengthDistribution many = LengthDistribution::from_bins({{100, 100}, {200, 200}, {400, 100}});
   EXPECT_EQ(expected_micro_batch(many, Padding{}, 2, true).padding_fraction(), 0.0);
   EXPECT_EQ(expected_micro_batch(many, Padding{}, 2).padded_tokens, 562.5);
+  // One pass over the bins, whatever they count: 2 x 10^12 sequences, b = 1 pads nothing.
+  const LengthDistribution huge = LengthDistribution::from_bins({{100, 1'000'000'000'000}, {200, 1'000'000'000'000}});
+  EXPECT_EQ(expected_micro_batch(huge, Padding{}, 1, true).padded_tokens, 150.0);
+  EXPECT_EQ(expected_micro_batch(huge, Padding{}, 2, true).padding_fraction(), 0.0);
   // The modes without padding to the longest are unchanged.
   EXPECT_EQ(expected_micro_batch(d, parse_padding("max_length"), 2, true).padded_tokens, 800.0);
 }
