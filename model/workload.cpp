@@ -10,6 +10,15 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// A refusal of the value the library calls `quantity` ("seq_len", "lora_rank"), the key a front
+// end maps to its own name for it (the CLI: a flag). The key travels with the error once
+// model/error.h carries one (issue 15, "library errors name quantities, the CLI names flags");
+// until then it names the value here only.
+InputError invalid(const char* quantity, const std::string& what) {
+  static_cast<void>(quantity);
+  return InputError(what);
+}
+
 // The static bytes the cost model derives (model/analytics.h, static_memory), each checked on
 // its own so that the refusal says which count does not fit.
 void check_static_bytes(const Workload& w) {
@@ -41,9 +50,10 @@ void check_weight_format(const TrainingSpec& t) {
   // Mixed precision keeps fp32 weights and computes in bf16 or fp16; a 16-bit float computes
   // in itself. A quantized base dequantizes to whichever compute precision.
   if (is_float && stored != WeightFormat::fp32 && stored != weight_format_of(t.precision))
-    throw InputError(std::string("base weights stored in ") + weight_format_name(stored) + " cannot compute in " +
-                     precision_name(t.precision) + ": store them in " + precision_name(t.precision) +
-                     " or fp32, or compute in " + weight_format_name(stored));
+    throw invalid("weight_format", std::string("base weights stored in ") + weight_format_name(stored) +
+                                       " cannot compute in " + precision_name(t.precision) + ": store them in " +
+                                       precision_name(t.precision) + " or fp32, or compute in " +
+                                       weight_format_name(stored));
 }
 
 }  // namespace
@@ -82,7 +92,7 @@ WeightFormat parse_weight_format(const std::string& text) {
   for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp16, WeightFormat::fp32, WeightFormat::int8,
                          WeightFormat::nf4, WeightFormat::fp4})
     if (text == weight_format_name(f)) return f;
-  throw InputError("unknown weight format '" + text + "': allowed are bf16, fp16, fp32, int8, nf4, fp4");
+  throw invalid("weight_format", "unknown weight format '" + text + "': allowed are bf16, fp16, fp32, int8, nf4, fp4");
 }
 
 WeightFormat weight_format_of(Precision p) {
@@ -105,18 +115,22 @@ WeightFormat TrainingSpec::weight_storage() const {
 void Workload::validate() const {
   arch.validate();
   if (train.seq_len <= 0)
-    throw InputError("sequence length must be a positive number of tokens, got " + str(train.seq_len));
-  if (lora.rank <= 0) throw InputError("LoRA rank must be positive, got " + str(lora.rank));
+    throw invalid("seq_len", "sequence length must be a positive number of tokens, got " + str(train.seq_len));
+  if (lora.rank <= 0) throw invalid("lora_rank", "LoRA rank must be positive, got " + str(lora.rank));
   if (lora.rank > arch.hidden_size)
-    throw InputError("LoRA rank " + str(lora.rank) + " exceeds the hidden size " + str(arch.hidden_size) + " of '" +
-                     arch.name + "': a LoRA rank must be at most the hidden size");
-  if (!(lora.alpha > 0)) throw InputError("LoRA alpha must be positive, got " + std::to_string(lora.alpha));
-  if (lora.targets.empty()) throw InputError("LoRA needs at least one target projection");
-  validate_padding(train.padding);
+    throw invalid("lora_rank", "LoRA rank " + str(lora.rank) + " exceeds the hidden size " + str(arch.hidden_size) +
+                                   " of '" + arch.name + "': a LoRA rank must be at most the hidden size");
+  if (!(lora.alpha > 0)) throw invalid("lora_alpha", "LoRA alpha must be positive, got " + std::to_string(lora.alpha));
+  if (lora.targets.empty()) throw invalid("lora_targets", "LoRA needs at least one target projection");
+  try {
+    validate_padding(train.padding);
+  } catch (const InputError& e) {
+    throw invalid("padding", e.what());
+  }
   check_weight_format(train);
   if (train.data_parallel_processes <= 0)
-    throw InputError("the number of data-parallel processes must be at least 1, got " +
-                     str(train.data_parallel_processes));
+    throw invalid("data_parallel_processes", "the number of data-parallel processes must be at least 1, got " +
+                                                 str(train.data_parallel_processes));
   check_static_bytes(*this);
 }
 
@@ -124,27 +138,29 @@ void require_modelled(const Workload& w) {
   const TrainingSpec& t = w.train;
   const WeightFormat stored = t.weight_storage();
   if (stored != weight_format_of(t.precision))
-    throw InputError(std::string("base weights stored in ") + weight_format_name(stored) + " while computing in " +
-                     precision_name(t.precision) + " are not modelled yet: the cost model counts the frozen weights " +
-                     "in the compute precision (leave the storage format unset to predict them so)");
+    throw invalid("weight_format",
+                  std::string("base weights stored in ") + weight_format_name(stored) + " while computing in " +
+                      precision_name(t.precision) + " are not modelled yet: the cost model counts the frozen " +
+                      "weights in the compute precision (leave the storage format unset to predict them so)");
   if (t.data_parallel_processes != 1)
-    throw InputError("training over " + str(t.data_parallel_processes) + " data-parallel processes is not modelled " +
-                     "yet: the cost model predicts one process on one device (predict one process with its " +
-                     "share of the batch)");
+    throw invalid("data_parallel_processes",
+                  "training over " + str(t.data_parallel_processes) + " data-parallel processes is not modelled " +
+                      "yet: the cost model predicts one process on one device (predict one process with its " +
+                      "share of the batch)");
   if (t.lengths && !t.lengths->one_point())
-    throw InputError("sequences of varying lengths (" + str(t.lengths->shortest_tokens()) + " to " +
-                     str(t.lengths->longest_tokens()) + " tokens) are not modelled yet: the cost model takes one " +
-                     "length for every sequence (the longest gives an upper bound)");
+    throw invalid("lengths", "sequences of varying lengths (" + str(t.lengths->shortest_tokens()) + " to " +
+                                 str(t.lengths->longest_tokens()) + " tokens) are not modelled yet: the cost model " +
+                                 "takes one length for every sequence (the longest gives an upper bound)");
   const int64_t length = t.lengths ? t.lengths->longest_tokens() : t.seq_len;
   const int64_t max_length = t.lengths ? t.lengths->max_length_tokens() : t.seq_len;
   if (length != t.seq_len)
-    throw InputError("the data's sequences are " + str(length) + " tokens long but the sequence length is " +
-                     str(t.seq_len) + ": give one of them (the cost model counts the sequence length)");
+    throw invalid("lengths", "the data's sequences are " + str(length) + " tokens long but the sequence length is " +
+                                 str(t.seq_len) + ": give one of them (the cost model counts the sequence length)");
   const int64_t padded = padded_length_tokens(t.padding, length, max_length);
   if (padded != length)
-    throw InputError("padding " + str(length) + "-token sequences to " + str(padded) + " tokens (" +
-                     padding_name(t.padding) + ") is not modelled yet: the cost model counts every token as real " +
-                     "(give the padded length as the sequence length)");
+    throw invalid("padding", "padding " + str(length) + "-token sequences to " + str(padded) + " tokens (" +
+                                 padding_name(t.padding) + ") is not modelled yet: the cost model counts every " +
+                                 "token as real (give the padded length as the sequence length)");
 }
 
 }  // namespace lorasim::model
