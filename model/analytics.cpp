@@ -241,4 +241,53 @@ double recompute_ops_per_micro_batch(const Workload& w) {
   return w.train.grad_ckpt ? static_cast<double>(w.arch.num_layers) * block_forward_ops(w) : 0.0;
 }
 
+// --- The frozen weights' bytes by storage format -------------------------------------
+
+namespace {
+constexpr int64_t kQuantBlock = 64;          // quantize_4bit's default blocksize
+constexpr int64_t kNestedBlock = 256;        // the double quantization of the absmax values
+constexpr int64_t kFourBitCodeBytes = 16 * 4;  // the NF4 / FP4 code, 16 fp32 values per matrix
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+}  // namespace
+
+int64_t stored_weight_bytes(WeightFormat f, int64_t rows, int64_t cols, bool double_quant) {
+  if (rows <= 0 || cols <= 0)
+    throw InputError("a weight matrix needs positive dimensions, got " + std::to_string(rows) + " x " +
+                     std::to_string(cols));
+  Checked k;
+  const int64_t n = k.mul(rows, cols);
+  int64_t bytes = 0;
+  switch (f) {
+    case WeightFormat::bf16:
+    case WeightFormat::fp16: bytes = k.mul(n, 2); break;
+    case WeightFormat::fp32: bytes = k.mul(n, 4); break;
+    case WeightFormat::int8: bytes = k.add(n, k.mul(rows, 4)); break;
+    case WeightFormat::nf4:
+    case WeightFormat::fp4: {
+      const int64_t blocks = ceil_div(n, kQuantBlock);
+      const int64_t absmax = double_quant ? blocks + 4 * ceil_div(blocks, kNestedBlock) + 4 : 4 * blocks;
+      bytes = k.add(k.add(ceil_div(n, 2), absmax), kFourBitCodeBytes);
+      break;
+    }
+  }
+  if (k.overflowed)
+    throw InputError("a " + std::to_string(rows) + " x " + std::to_string(cols) + " weight matrix in " +
+                     weight_format_name(f) + " is beyond a 64-bit byte count");
+  return bytes;
+}
+
+double stored_bytes_per_parameter(WeightFormat f, int64_t cols, bool double_quant) {
+  if (cols <= 0) throw InputError("a weight matrix needs a positive number of columns, got " + std::to_string(cols));
+  switch (f) {
+    case WeightFormat::bf16:
+    case WeightFormat::fp16: return 2.0;
+    case WeightFormat::fp32: return 4.0;
+    case WeightFormat::int8: return 1.0 + 4.0 / static_cast<double>(cols);
+    case WeightFormat::nf4:
+    case WeightFormat::fp4:
+      return double_quant ? 0.5 + 1.0 / kQuantBlock + 4.0 / (kQuantBlock * kNestedBlock) : 0.5 + 4.0 / kQuantBlock;
+  }
+  return 2.0;
+}
+
 }  // namespace lorasim::model

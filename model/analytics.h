@@ -91,4 +91,21 @@ double host_ops_per_micro_batch(const Workload& w);
 /// Of those, the forward operators that gradient checkpointing adds (0 without it).
 double recompute_ops_per_micro_batch(const Workload& w);
 
+// --- The frozen weights' bytes by storage format (counted by the cost model from issue 18) ---
+
+/// Bytes one frozen weight matrix of `rows` x `cols` (out x in features, n = rows x cols
+/// parameters) takes stored in `f`, as bitsandbytes stores it (bitsandbytes/functional.py):
+///   bf16, fp16: 2n; fp32: 4n;
+///   int8 (LLM.int8, int8_vectorwise_quant): n + 4 rows, an fp32 absmax per output row;
+///   nf4, fp4 (quantize_4bit, blocksize 64): ceil(n/2) packed bytes, a 16-entry fp32 code (64
+///   bytes), and per block of 64 an absmax: fp32 (4 bytes) plainly, or with double quantization
+///   (compress_statistics, as QLoRA does) one byte, plus an fp32 absmax per 256 of those bytes
+///   (the nested quantize_blockwise's blocksize) and one fp32 offset per matrix.
+/// Throws InputError when the count does not fit in int64.
+int64_t stored_weight_bytes(WeightFormat f, int64_t rows, int64_t cols, bool double_quant = true);
+/// The bytes per parameter of a matrix with `cols` columns and many rows, per-matrix constants
+/// left out: 2, 4, 1 + 4/cols (int8), 0.5 + 1/64 + 4/(64 x 256) = 0.515869140625 with double
+/// quantization and 0.5 + 4/64 = 0.5625 without (nf4, fp4).
+double stored_bytes_per_parameter(WeightFormat f, int64_t cols, bool double_quant = true);
+
 }  // namespace lorasim::model

@@ -9,6 +9,7 @@
 namespace lorasim::model {
 
 Features features(const Workload& w, int64_t micro_batch) {
+  require_modelled(w);  // model/workload.h: inputs the equations below do not count yet
   Features f;
   const Flops fl = flops_per_micro_batch(w, micro_batch);
   f.gemm_flops = fl.gemm + fl.lora;

@@ -1,10 +1,61 @@
-// Workload validation and precision names.
+// Workload validation, precision and weight-format names, and what the cost model models.
 #include "model/workload.h"
 
 #include "model/analytics.h"
+#include "model/checked.h"
 #include "model/error.h"
 
 namespace lorasim::model {
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// A refusal of the value the library calls `quantity` ("seq_len", "lora_rank"), the key a front
+// end maps to its own name for it (the CLI: a flag). The key travels with the error once
+// model/error.h carries one (issue 15, "library errors name quantities, the CLI names flags");
+// until then it names the value here only.
+InputError invalid(const char* quantity, const std::string& what) {
+  return InputError(what, quantity);
+}
+
+// The static bytes the cost model derives (model/analytics.h, static_memory), each checked on
+// its own so that the refusal says which count does not fit.
+void check_static_bytes(const Workload& w) {
+  const ParamCounts c = count_params(w.arch, w.lora);  // throws naming the model
+  const std::string model = "model '" + w.arch.name + "' is too large to simulate: ";
+  const char* beyond = " do not fit in a 64-bit integer";
+  const char* check = " (check hidden_size, intermediate_size, num_hidden_layers and vocab_size)";
+  Checked k;
+  const int64_t weights = k.mul(c.base, bytes_per_element(w.train.precision));
+  if (k.overflowed)
+    throw InputError(model + "its frozen weights in " + precision_name(w.train.precision) + " (" + str(c.base) +
+                     " parameters x " + str(bytes_per_element(w.train.precision)) + " bytes)" + beyond + check);
+  // fp32 adapter weights and gradients, and AdamW's two fp32 moments: 16 bytes per parameter.
+  const int64_t adapter_state = k.mul(c.trainable, 16);
+  if (k.overflowed)
+    throw InputError(model + "its adapters' weights, gradients and optimizer moments at LoRA rank " +
+                     str(w.lora.rank) + " (" + str(c.trainable) + " parameters x 16 bytes)" + beyond +
+                     " (lower the LoRA rank, or check the model's sizes)");
+  k.add(weights, adapter_state);
+  if (k.overflowed)
+    throw InputError(model + "its frozen weights (" + str(weights) + " bytes) and adapter state (" +
+                     str(adapter_state) + " bytes) together" + beyond + check);
+}
+
+void check_weight_format(const TrainingSpec& t) {
+  const WeightFormat stored = t.weight_storage();
+  const bool is_float =
+      stored == WeightFormat::bf16 || stored == WeightFormat::fp16 || stored == WeightFormat::fp32;
+  // Mixed precision keeps fp32 weights and computes in bf16 or fp16; a 16-bit float computes
+  // in itself. A quantized base dequantizes to whichever compute precision.
+  if (is_float && stored != WeightFormat::fp32 && stored != weight_format_of(t.precision))
+    throw invalid("weight_format", std::string("base weights stored in ") + weight_format_name(stored) +
+                                       " cannot compute in " + precision_name(t.precision) + ": store them in " +
+                                       precision_name(t.precision) + " or fp32, or compute in " +
+                                       weight_format_name(stored));
+}
+
+}  // namespace
 
 const char* precision_name(Precision p) {
   switch (p) {
@@ -24,21 +75,91 @@ Precision parse_precision(const std::string& text) {
 
 int64_t bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
+const char* weight_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::bf16: return "bf16";
+    case WeightFormat::fp16: return "fp16";
+    case WeightFormat::fp32: return "fp32";
+    case WeightFormat::int8: return "int8";
+    case WeightFormat::nf4: return "nf4";
+    case WeightFormat::fp4: return "fp4";
+  }
+  return "?";
+}
+
+WeightFormat parse_weight_format(const std::string& text) {
+  for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp16, WeightFormat::fp32, WeightFormat::int8,
+                         WeightFormat::nf4, WeightFormat::fp4})
+    if (text == weight_format_name(f)) return f;
+  throw invalid("weight_format", "unknown weight format '" + text + "': allowed are bf16, fp16, fp32, int8, nf4, fp4");
+}
+
+WeightFormat weight_format_of(Precision p) {
+  switch (p) {
+    case Precision::bf16: return WeightFormat::bf16;
+    case Precision::fp16: return WeightFormat::fp16;
+    case Precision::fp32: return WeightFormat::fp32;
+  }
+  return WeightFormat::bf16;
+}
+
+LengthDistribution TrainingSpec::length_distribution() const {
+  return lengths ? *lengths : LengthDistribution::fixed(seq_len);
+}
+
+WeightFormat TrainingSpec::weight_storage() const {
+  return weight_format ? *weight_format : weight_format_of(precision);
+}
+
 void Workload::validate() const {
   arch.validate();
   if (train.seq_len <= 0)
-    throw InputError("sequence length must be a positive number of tokens, got " +
-                     std::to_string(train.seq_len), "seq_len");
-  if (lora.rank <= 0)
-    throw InputError("LoRA rank must be positive, got " + std::to_string(lora.rank), "lora_rank");
+    throw invalid("seq_len", "sequence length must be a positive number of tokens, got " + str(train.seq_len));
+  if (lora.rank <= 0) throw invalid("lora_rank", "LoRA rank must be positive, got " + str(lora.rank));
   if (lora.rank > arch.hidden_size)
-    throw InputError("LoRA rank " + std::to_string(lora.rank) + " exceeds the hidden size " +
-                     std::to_string(arch.hidden_size) + " of '" + arch.name +
-                     "': a LoRA rank must be at most the hidden size", "lora_rank");
-  if (!(lora.alpha > 0))
-    throw InputError("LoRA alpha must be positive, got " + std::to_string(lora.alpha), "lora_alpha");
-  if (lora.targets.empty()) throw InputError("LoRA needs at least one target projection", "lora_targets");
-  static_memory(*this);  // throws when a parameter or byte count does not fit in int64
+    throw invalid("lora_rank", "LoRA rank " + str(lora.rank) + " exceeds the hidden size " + str(arch.hidden_size) +
+                                   " of '" + arch.name + "': a LoRA rank must be at most the hidden size");
+  if (!(lora.alpha > 0)) throw invalid("lora_alpha", "LoRA alpha must be positive, got " + std::to_string(lora.alpha));
+  if (lora.targets.empty()) throw invalid("lora_targets", "LoRA needs at least one target projection");
+  try {
+    validate_padding(train.padding);
+  } catch (const InputError& e) {
+    throw invalid("padding", e.what());
+  }
+  check_weight_format(train);
+  if (train.data_parallel_processes <= 0)
+    throw invalid("data_parallel_processes", "the number of data-parallel processes must be at least 1, got " +
+                                                 str(train.data_parallel_processes));
+  check_static_bytes(*this);
+}
+
+void require_modelled(const Workload& w) {
+  const TrainingSpec& t = w.train;
+  const WeightFormat stored = t.weight_storage();
+  if (stored != weight_format_of(t.precision))
+    throw invalid("weight_format",
+                  std::string("base weights stored in ") + weight_format_name(stored) + " while computing in " +
+                      precision_name(t.precision) + " are not modelled yet: the cost model counts the frozen " +
+                      "weights in the compute precision (leave the storage format unset to predict them so)");
+  if (t.data_parallel_processes != 1)
+    throw invalid("data_parallel_processes",
+                  "training over " + str(t.data_parallel_processes) + " data-parallel processes is not modelled " +
+                      "yet: the cost model predicts one process on one device (predict one process with its " +
+                      "share of the batch)");
+  if (t.lengths && !t.lengths->one_point())
+    throw invalid("lengths", "sequences of varying lengths (" + str(t.lengths->shortest_tokens()) + " to " +
+                                 str(t.lengths->longest_tokens()) + " tokens) are not modelled yet: the cost model " +
+                                 "takes one length for every sequence (the longest gives an upper bound)");
+  const int64_t length = t.lengths ? t.lengths->longest_tokens() : t.seq_len;
+  const int64_t max_length = t.lengths ? t.lengths->max_length_tokens() : t.seq_len;
+  if (length != t.seq_len)
+    throw invalid("lengths", "the data's sequences are " + str(length) + " tokens long but the sequence length is " +
+                                 str(t.seq_len) + ": give one of them (the cost model counts the sequence length)");
+  const int64_t padded = padded_length_tokens(t.padding, length, max_length);
+  if (padded != length)
+    throw invalid("padding", "padding " + str(length) + "-token sequences to " + str(padded) + " tokens (" +
+                                 padding_name(t.padding) + ") is not modelled yet: the cost model counts every " +
+                                 "token as real (give the padded length as the sequence length)");
 }
 
 }  // namespace lorasim::model

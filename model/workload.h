@@ -2,9 +2,11 @@
 // Everything the simulator needs except the hardware and the batch split.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/architecture.h"
+#include "model/lengths.h"
 #include "model/lora.h"
 #include "model/stack.h"
 
@@ -18,11 +20,38 @@ Precision parse_precision(const std::string& text);
 /// Bytes per element of the frozen weights and activations in this precision.
 int64_t bytes_per_element(Precision p);
 
+/// How the frozen base weights are stored, apart from the precision they compute in: a float
+/// format, bitsandbytes' LLM.int8 (int8), or its 4-bit NormalFloat / float (nf4, fp4), which
+/// are dequantized to the compute precision for every matmul.
+enum class WeightFormat { bf16, fp16, fp32, int8, nf4, fp4 };
+
+const char* weight_format_name(WeightFormat f);
+/// Parses "bf16", "fp16", "fp32", "int8", "nf4", "fp4"; throws InputError otherwise.
+WeightFormat parse_weight_format(const std::string& text);
+/// The storage format of weights kept in the compute precision `p`.
+WeightFormat weight_format_of(Precision p);
+
 struct TrainingSpec {
-  int64_t seq_len = 512;                ///< tokens per sequence (packed, no padding)
-  Precision precision = Precision::bf16;  ///< frozen weights and activations; adapters stay fp32
+  int64_t seq_len = 512;                ///< tokens per sequence when `lengths` is empty
+  Precision precision = Precision::bf16;  ///< activations and the frozen weights' compute; adapters stay fp32
   bool grad_ckpt = false;               ///< gradient checkpointing of every decoder block
   // The optimizer is AdamW over the adapters: two fp32 moments per trainable parameter.
+
+  /// The data's token lengths; empty: every sequence is `seq_len` tokens.
+  std::optional<LengthDistribution> lengths;
+  /// How micro-batches are padded. The default pads to the longest, which changes nothing
+  /// when every sequence has one length.
+  Padding padding;
+  /// How the frozen base weights are stored; empty: in `precision`. A quantized base still
+  /// computes in `precision`.
+  std::optional<WeightFormat> weight_format;
+  /// Processes training in data parallel, each on its own device (1: one device).
+  int64_t data_parallel_processes = 1;
+
+  /// `lengths`, or the one-point distribution at `seq_len` when it is empty.
+  LengthDistribution length_distribution() const;
+  /// `weight_format`, or the format of `precision` when it is empty.
+  WeightFormat weight_storage() const;
 };
 
 struct Workload {
@@ -34,8 +63,14 @@ struct Workload {
   StackSpec stack = StackSpec::lorasim_runner();
 
   /// Throws InputError for an inconsistent workload (rank above hidden size, seq len 0, a
-  /// parameter or byte count beyond int64, ...).
+  /// parameter or byte count beyond int64, ...), naming the quantity.
   void validate() const;
 };
+
+/// Throws InputError naming the first input of `w` that the cost model does not model yet:
+/// weights stored apart from the compute precision, more than one data-parallel process, or
+/// sequences that are not all `seq_len` tokens once padded. The cost model's entry calls it, so
+/// such a workload is refused rather than predicted as if it were today's.
+void require_modelled(const Workload& w);
 
 }  // namespace lorasim::model

@@ -1,0 +1,236 @@
+// The workload's inputs for what comes next (lengths, padding, weight format, data
+// parallelism): their defaults are today's, validation names quantities, and the cost model
+// refuses what it does not model yet. Also the frozen weights' bytes by storage format.
+#include "model/workload.h"
+
+#include <gtest/gtest.h>
+
+#include "model/analytics.h"
+#include "model/checked.h"
+#include "model/cost_model.h"
+#include "model/error.h"
+#include "tests/model/test_hardware.h"
+
+using namespace lorasim::model;
+using lorasim::InputError;
+using lorasim::testing::test_gpu;
+
+namespace {
+
+Workload qwen(int64_t seq_len = 512) {
+  Workload w;
+  w.arch = preset("qwen3-1.7b");
+  w.train.seq_len = seq_len;
+  return w;
+}
+
+// The InputError message of `f`, or "(no error)".
+template <typename F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string validation_error(const Workload& w) {
+  return input_error([&] { w.validate(); });
+}
+std::string cost_model_error(const Workload& w) {
+  return input_error([&] { CostModel(w, test_gpu()); });
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(WorkloadTest, DefaultsAreEverySequenceAtSeqLenInTheComputePrecisionOnOneProcess) {
+  const Workload w = qwen(768);
+  EXPECT_FALSE(w.train.lengths.has_value());
+  EXPECT_EQ(w.train.padding, Padding{});
+  EXPECT_FALSE(w.train.weight_format.has_value());
+  EXPECT_EQ(w.train.weight_storage(), WeightFormat::bf16);
+  EXPECT_EQ(w.train.data_parallel_processes, 1);
+  const LengthDistribution d = w.train.length_distribution();
+  EXPECT_TRUE(d.one_point());
+  EXPECT_EQ(d.longest_tokens(), 768);
+  EXPECT_EQ(d.max_length_tokens(), 768);
+  Workload fp32 = w;
+  fp32.train.precision = Precision::fp32;
+  EXPECT_EQ(fp32.train.weight_storage(), WeightFormat::fp32);
+  EXPECT_NO_THROW(w.validate());
+  EXPECT_NO_THROW(require_modelled(w));
+}
+
+TEST(WorkloadTest, TheDefaultsStatedExplicitlyPredictTheSame) {
+  for (StackSpec stack : {StackSpec{}, StackSpec::lorasim_runner()}) {
+    Workload plain = qwen(1024);
+    plain.stack = stack;
+    Workload stated = plain;
+    stated.train.lengths = LengthDistribution::fixed(1024);
+    stated.train.weight_format = WeightFormat::bf16;
+    stated.train.padding = Padding::multiple_of(64);  // 1024 is a multiple: nothing to pad
+    EXPECT_NO_THROW(stated.validate());
+    const CostModel a(plain, test_gpu()), b(stated, test_gpu());
+    for (int64_t mb : {1, 4, 16}) {
+      EXPECT_EQ(a.step_time_s(mb, 2), b.step_time_s(mb, 2));
+      EXPECT_EQ(a.memory(mb).worst_reserved_bytes, b.memory(mb).worst_reserved_bytes);
+    }
+    // A histogram whose every sequence is 1024 tokens, truncated at that length, and packing.
+    stated.train.lengths = LengthDistribution::from_bins({{1024, 500}}).truncated(1024);
+    stated.train.padding = parse_padding("packed");
+    EXPECT_EQ(CostModel(stated, test_gpu()).step_time_s(4, 2), a.step_time_s(4, 2));
+  }
+}
+
+TEST(WorkloadTest, CostModelRefusesWhatItDoesNotModelYet) {
+  Workload w = qwen();
+  w.train.weight_format = WeightFormat::nf4;
+  EXPECT_NO_THROW(w.validate());
+  std::string e = cost_model_error(w);
+  EXPECT_TRUE(contains(e, "nf4") && contains(e, "not modelled yet")) << e;
+  EXPECT_THROW(features(w, 1), InputError);  // the entry the fit uses too
+
+  w = qwen();
+  w.train.precision = Precision::bf16;
+  w.train.weight_format = WeightFormat::fp32;  // fp32 master weights under autocast: valid, not modelled
+  EXPECT_NO_THROW(w.validate());
+  EXPECT_TRUE(contains(cost_model_error(w), "not modelled yet"));
+
+  w = qwen();
+  w.train.data_parallel_processes = 4;
+  EXPECT_NO_THROW(w.validate());
+  e = cost_model_error(w);
+  EXPECT_TRUE(contains(e, "4 data-parallel processes") && contains(e, "not modelled yet")) << e;
+
+  w = qwen();
+  w.train.lengths = LengthDistribution::from_bins({{100, 3}, {512, 1}});
+  e = cost_model_error(w);
+  EXPECT_TRUE(contains(e, "varying lengths (100 to 512 tokens)") && contains(e, "not modelled yet")) << e;
+
+  w = qwen();
+  w.train.lengths = LengthDistribution::fixed(300);
+  e = cost_model_error(w);
+  EXPECT_TRUE(contains(e, "300 tokens long but the sequence length is 512")) << e;
+
+  w = qwen(500);
+  w.train.padding = Padding::multiple_of(64);
+  e = cost_model_error(w);
+  EXPECT_TRUE(contains(e, "padding 500-token sequences to 512 tokens (multiple:64)") && contains(e, "not modelled yet"))
+      << e;
+
+  w = qwen();
+  w.train.lengths = LengthDistribution::fixed(512).truncated(1024);
+  w.train.padding = parse_padding("max_length");
+  e = cost_model_error(w);
+  EXPECT_TRUE(contains(e, "padding 512-token sequences to 1024 tokens (max_length)")) << e;
+  w.train.padding = Padding{};  // padding to the longest: 512, as modelled
+  EXPECT_EQ(cost_model_error(w), "(no error)");
+}
+
+TEST(WorkloadTest, ValidationNamesQuantitiesNotFlags) {
+  Workload w = qwen(0);
+  EXPECT_EQ(validation_error(w), "sequence length must be a positive number of tokens, got 0");
+  w = qwen();
+  w.lora.rank = 0;
+  EXPECT_EQ(validation_error(w), "LoRA rank must be positive, got 0");
+  w.lora.rank = 4096;
+  EXPECT_TRUE(contains(validation_error(w), "LoRA rank 4096 exceeds the hidden size 2048"));
+  w = qwen();
+  w.lora.alpha = 0;
+  EXPECT_TRUE(contains(validation_error(w), "LoRA alpha must be positive"));
+  w = qwen();
+  w.train.data_parallel_processes = 0;
+  EXPECT_EQ(validation_error(w), "the number of data-parallel processes must be at least 1, got 0");
+  w = qwen();
+  w.train.padding = {PaddingMode::multiple, 0};
+  EXPECT_EQ(validation_error(w), "padding to a multiple needs a positive multiple of tokens, got 0");
+  for (const Workload& bad : {qwen(0), w}) EXPECT_FALSE(contains(validation_error(bad), "--"));
+}
+
+TEST(WorkloadTest, WeightFormatsComputeInThePrecision) {
+  Workload w = qwen();
+  for (WeightFormat f : {WeightFormat::int8, WeightFormat::nf4, WeightFormat::fp4, WeightFormat::fp32}) {
+    for (Precision p : {Precision::bf16, Precision::fp16, Precision::fp32}) {
+      w.train.precision = p;
+      w.train.weight_format = f;
+      EXPECT_NO_THROW(w.validate()) << weight_format_name(f) << " in " << precision_name(p);
+    }
+  }
+  w.train.precision = Precision::fp16;
+  w.train.weight_format = WeightFormat::bf16;
+  EXPECT_EQ(validation_error(w), "base weights stored in bf16 cannot compute in fp16: store them in fp16 or fp32, "
+                                 "or compute in bf16");
+  w.train.precision = Precision::fp32;
+  EXPECT_THROW(w.validate(), InputError);  // bf16 weights would not compute in fp32 without a copy
+  for (const char* name : {"bf16", "fp16", "fp32", "int8", "nf4", "fp4"})
+    EXPECT_STREQ(weight_format_name(parse_weight_format(name)), name);
+  EXPECT_THROW(parse_weight_format("int4"), InputError);
+  EXPECT_EQ(weight_format_of(Precision::fp16), WeightFormat::fp16);
+}
+
+TEST(WorkloadTest, ValidationSaysWhichStaticCountOverflows) {
+  // Two layers of a huge intermediate width: the parameters and their fp32 bytes fit (so the
+  // architecture is valid), but at rank 64 the adapters' 16 bytes per parameter do not.
+  Workload w;
+  w.arch = preset("tiny");
+  w.arch.intermediate_size = int64_t{1} << 52;
+  w.lora.rank = 64;
+  ASSERT_NO_THROW(w.arch.validate());
+  ASSERT_NO_THROW(count_params(w.arch, w.lora));
+  std::string e = validation_error(w);
+  EXPECT_TRUE(contains(e, "too large to simulate") && contains(e, "16 bytes") &&
+              contains(e, "adapters' weights, gradients and optimizer moments"))
+      << e;
+  // At rank 1 the adapter state fits and so do fp32 weights, but not both together.
+  w.lora.rank = 1;
+  w.arch.intermediate_size = 5'900'000'000'000'000;
+  w.train.precision = Precision::fp32;
+  const ParamCounts c = count_params(w.arch, w.lora);
+  Checked k;
+  const int64_t weights = k.mul(c.base, 4), adapters = k.mul(c.trainable, 16);
+  ASSERT_FALSE(k.overflowed);
+  k.add(weights, adapters);
+  ASSERT_TRUE(k.overflowed);
+  e = validation_error(w);
+  EXPECT_TRUE(contains(e, "frozen weights (" + std::to_string(weights) + " bytes) and adapter state") &&
+              contains(e, "together"))
+      << e;
+  w.train.precision = Precision::bf16;  // half the weight bytes: fits
+  EXPECT_EQ(validation_error(w), "(no error)");
+}
+
+TEST(WeightFormatTest, StoredBytesOfAMatrixAsBitsandbytesStoresIt) {
+  const int64_t n = 4096 * 4096;
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::bf16, 4096, 4096), 2 * n);
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::fp16, 4096, 4096), 2 * n);
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::fp32, 4096, 4096), 4 * n);
+  // int8: a byte each and an fp32 scale per row (11008 rows of 4096).
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::int8, 11008, 4096), 11008 * 4096 + 4 * 11008);
+  // nf4 with double quantization: n/2 packed, 262144 blocks of 64 with a byte each, 1024
+  // nested blocks of 256 with an fp32 absmax each, an fp32 offset, the 64-byte code.
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::nf4, 4096, 4096), n / 2 + 262144 + 4 * 1024 + 4 + 64);
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::fp4, 4096, 4096), n / 2 + 262144 + 4 * 1024 + 4 + 64);
+  // Without: an fp32 absmax per block.
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::nf4, 4096, 4096, false), n / 2 + 4 * 262144 + 64);
+  // A ragged 3 x 5: 8 packed bytes, one block, one nested block.
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::nf4, 3, 5), 8 + 1 + 4 + 4 + 64);
+  EXPECT_EQ(stored_weight_bytes(WeightFormat::nf4, 3, 5, false), 8 + 4 + 64);
+  EXPECT_THROW(stored_weight_bytes(WeightFormat::bf16, 0, 5), InputError);
+  EXPECT_THROW(stored_weight_bytes(WeightFormat::bf16, int64_t{1} << 32, int64_t{1} << 31), InputError);
+}
+
+TEST(WeightFormatTest, BytesPerParameterAreTheLargeMatrixLimit) {
+  EXPECT_EQ(stored_bytes_per_parameter(WeightFormat::bf16, 4096), 2.0);
+  EXPECT_EQ(stored_bytes_per_parameter(WeightFormat::fp32, 4096), 4.0);
+  EXPECT_EQ(stored_bytes_per_parameter(WeightFormat::int8, 4096), 1.0 + 1.0 / 1024);
+  EXPECT_EQ(stored_bytes_per_parameter(WeightFormat::nf4, 4096), 0.515869140625);  // 4.127 bits, as QLoRA says
+  EXPECT_EQ(stored_bytes_per_parameter(WeightFormat::nf4, 4096, false), 0.5625);
+  // Exactly the matrix's bytes less its constants (offset and code) when the blocks divide it.
+  const int64_t n = 4096 * 4096;
+  EXPECT_EQ(static_cast<double>(stored_weight_bytes(WeightFormat::nf4, 4096, 4096) - 68),
+            stored_bytes_per_parameter(WeightFormat::nf4, 4096) * n);
+  EXPECT_THROW(stored_bytes_per_parameter(WeightFormat::int8, 0), InputError);
+}
