@@ -45,8 +45,9 @@ TEST(ArchitectureTest, UnknownPresetNamesTheNearestAndNoFlag) {
     preset("mistral-7c");
     FAIL() << "found";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "unknown model 'mistral-7c', did you mean 'mistral-7b'? (see `lorasim models`, or give the "
-                           "path of a Hugging Face config.json instead)");
+    // The library names the quantity; the CLI adds the flag and where to look (cli/).
+    EXPECT_STREQ(e.what(), "unknown model 'mistral-7c', did you mean 'mistral-7b'?");
+    EXPECT_EQ(e.quantity(), "model");
   }
 }
 
