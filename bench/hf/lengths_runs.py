@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""Issue 16's raw measurements: TRL `SFTTrainer` (its defaults) and a plain transformers `Trainer`
+training on data of many lengths, one JSONL row per micro-batch x accumulation split.
+
+Each split gets a fresh model (random weights, bf16, from bench/hf/configs/) and a fresh trainer;
+the data are random token ids whose lengths come from a `length,count` histogram
+(bench/hf/lengths/), N sequences in a seeded random order, read through the trainer's default
+RandomSampler with seed 0 and padded to the longest sequence of each micro-batch. A callback
+synchronizes at step boundaries and records every optimizer step's wall time, the padded length
+(shape[1]) and real lengths of every micro-batch, and each step's peak memory.
+
+Cells sharing an allocator and a cap run in one worker process (PYTORCH_CUDA_ALLOC_CONF and
+`torch.cuda.set_per_process_memory_fraction` are per process); after an out-of-memory the worker
+writes the row and exits, and the driver starts a fresh one for the splits left.
+
+    python3 bench/hf/lengths_runs.py --plan grid --budget-s 520 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan caps --parallel --budget-s 495 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
+"""
+import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+GIB = 2 ** 30
+OOM_EXIT = 3  # a worker's exit status after an out-of-memory: the driver starts a fresh process
+
+QWEN3 = ("qwen3-1.7b", "bench/hf/configs/qwen3-1.7b.json")
+QWEN25 = ("qwen2.5-1.5b", "bench/hf/configs/qwen2.5-1.5b.json")
+B16 = [(2, 8), (4, 4), (8, 2), (16, 1)]
+EPOCH_SPLITS = [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16)]  # the likeliest to run out of memory first
+
+
+def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2):
+    return dict(model=model[0], config=model[1], dist=dist, trainer=trainer, splits=splits, allocator=allocator,
+                cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup)
+
+
+PLANS = {
+    # call 1: both distributions, both models, both trainers; the most important cells first
+    "grid": [
+        cell(QWEN3, "longtail", "SFTTrainer", [(1, 16)] + B16),
+        cell(QWEN3, "chat", "SFTTrainer", B16),
+        cell(QWEN3, "longtail", "Trainer", B16),
+        cell(QWEN3, "chat", "Trainer", B16),
+        cell(QWEN3, "longtail", "SFTTrainer", B16, allocator="expandable"),
+        cell(QWEN25, "longtail", "SFTTrainer", B16, timed=6),
+        cell(QWEN25, "chat", "SFTTrainer", B16, timed=6),
+        cell(QWEN25, "longtail", "Trainer", B16, timed=6),
+        cell(QWEN25, "chat", "Trainer", B16, timed=6),
+    ],
+    # call 2: an allocator capped as on a 16 GB and a 24 GB GPU, one full epoch of 512 sequences
+    "caps": [
+        cell(QWEN3, "longtail", "SFTTrainer", EPOCH_SPLITS, cap_gib=15.0, n=512, epoch=True),
+        cell(QWEN3, "longtail", "SFTTrainer", EPOCH_SPLITS, cap_gib=23.0, n=512, epoch=True),
+        cell(QWEN3, "longtail", "Trainer", EPOCH_SPLITS, cap_gib=23.0, n=512, epoch=True),
+    ],
+    "smoke": [
+        cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,
+             warmup=1),
+        cell(("tiny", "bench/hf/configs/smoke.json"), "chat", "Trainer", [(2, 2), (4, 1)], n=64, timed=2, warmup=1),
+        cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(4, 2), (2, 4)], n=32, epoch=True,
+             allocator="expandable", cap_gib=1.0),
+    ],
+}
+ALLOC_CONF = {"default": None, "expandable": "expandable_segments:True"}
+
+
+def read_lengths(name):
+    """The distribution's lengths, one per sequence of its histogram, in the file's order."""
+    path = os.path.join(HERE, "lengths", name + ".csv")
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    return [int(r["length"]) for r in rows for _ in range(int(r["count"]))], os.path.relpath(path, REPO)
+
+
+def dataset_lengths(dist, n, seed=0):
+    """N sequences' lengths in a seeded random order (all of the histogram when n is None)."""
+    lengths, path = read_lengths(dist)
+    random.Random(seed).shuffle(lengths)
+    return (lengths if n is None else lengths[:n]), path, max(lengths)
+
+
+def groups_of(cells):
+    """Consecutive cells with one allocator and cap share a worker process."""
+    groups = []
+    for c in cells:
+        key = (c["allocator"], c["cap_gib"])
+        if groups and groups[-1][0] == key:
+            groups[-1][1].append(c)
+        else:
+            groups.append((key, [c]))
+    return [[dict(c, split=list(s)) for c in cs for s in c["splits"]] for _, cs in groups]
+
+
+# ---------------------------------------------------------------- the driver
+
+
+def drive(args):
+    os.makedirs(args.out_dir, exist_ok=True)
+    rows = os.path.join(args.out_dir, args.rows)
+    deadline = time.time() + args.budget_s
+    groups = groups_of(PLANS["smoke" if args.smoke else args.plan])
+    state_dir = tempfile.mkdtemp(prefix="lengths-runs-")
+    print(f"lengths_runs: plan {'smoke' if args.smoke else args.plan}, {len(groups)} worker group(s), "
+          f"{sum(map(len, groups))} splits, budget {args.budget_s:.0f} s, rows -> {rows}", flush=True)
+    procs = []
+    for g, jobs in enumerate(groups):
+        state = os.path.join(state_dir, f"group{g}.state")
+        log = os.path.join(args.out_dir, f"worker{g}.log") if args.parallel else None
+        if args.parallel:
+            procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "--_group", str(g)]
+                                          + sys.argv[1:] + ["--_state", state, "--_deadline", str(deadline),
+                                                            "--_concurrent", str(len(groups))],
+                                          stdout=open(log, "w"), stderr=subprocess.STDOUT))
+        else:
+            run_group(args, g, jobs, state, deadline, rows, 1)
+    for p in procs:
+        p.wait()
+    print(f"lengths_runs: done, {sum(1 for _ in open(rows)) if os.path.exists(rows) else 0} rows in {rows}",
+          flush=True)
+
+
+def run_group(args, g, jobs, state, deadline, rows, concurrent):
+    """Runs one group's jobs in worker processes, a fresh one after each out-of-memory or crash."""
+    while True:
+        started, done = read_state(state)
+        for i in sorted(started - done):  # a worker died inside this job: say so in a row, go on
+            append_row(rows, dict(job_row_head(jobs[i], concurrent), error="worker process died in this split",
+                                  oom=None))
+            mark(state, "done", i)
+            done.add(i)
+        left = [i for i in range(len(jobs)) if i not in started]
+        if not left:
+            return
+        if time.time() > deadline - args.min_split_s:
+            for i in left:
+                print(f"lengths_runs: budget reached, skipping {job_name(jobs[i])}", flush=True)
+            return
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
+                   HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        for v in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+            env.pop(v, None)
+        conf = ALLOC_CONF[jobs[left[0]]["allocator"]]
+        if conf:
+            env["PYTORCH_CUDA_ALLOC_CONF"] = conf
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), os.path.join(REPO, "python")) if p)
+        spec = json.dumps({"jobs": {str(i): jobs[i] for i in left}, "state": state, "deadline": deadline,
+                           "rows": rows, "concurrent": concurrent, "smoke": args.smoke,
+                           "smoke_oom": args.smoke_oom, "min_split_s": args.min_split_s})
+        rc = subprocess.run([sys.executable, os.path.abspath(__file__), "--_worker", spec], env=env).returncode
+        if rc not in (0, OOM_EXIT):
+            print(f"lengths_runs: worker of group {g} exited with {rc}", flush=True)
+        if len(read_state(state)[0]) == len(started):  # it started nothing: another try would do the same
+            print(f"lengths_runs: worker of group {g} started no split; giving up on the group", flush=True)
+            return
+
+
+def read_state(path):
+    started, done = set(), set()
+    if os.path.exists(path):
+        for line in open(path):
+            what, i = line.split()
+            (started if what == "start" else done).add(int(i))
+    return started, done
+
+
+def mark(path, what, i):
+    with open(path, "a") as f:
+        f.write(f"{what} {i}\n")
+
+
+def append_row(path, row):
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # parallel groups append to one file
+        f.write(json.dumps(row, sort_keys=False) + "\n")
+        f.flush()
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def job_name(j):
+    cap = f" cap {j['cap_gib']} GiB" if j["cap_gib"] else ""
+    return f"{j['trainer']} {j['model']} {j['dist']} {j['allocator']}{cap} {j['split'][0]}x{j['split'][1]}"
+
+
+def job_row_head(j, concurrent):
+    b, a = j["split"]
+    return {"model": j["model"], "config": j["config"], "distribution": j["dist"], "trainer": j["trainer"],
+            "allocator": j["allocator"], "micro_batch": b, "accumulation": a, "effective_batch": b * a,
+            "cap_gib": j["cap_gib"], "concurrent_processes": concurrent}
+
+
+# ---------------------------------------------------------------- the worker
+
+
+def worker(spec):
+    import torch
+    smoke = spec["smoke"]
+    cuda = not smoke
+    jobs = {int(k): v for k, v in spec["jobs"].items()}
+    first = jobs[min(jobs)]
+    cap = None
+    if cuda:
+        total = torch.cuda.get_device_properties(0).total_memory
+        if first["cap_gib"]:
+            cap = int(first["cap_gib"] * GIB)
+            torch.cuda.set_per_process_memory_fraction(cap / total, 0)  # before any model is built
+    ctx = Context(torch, smoke)
+    for i in sorted(jobs):
+        j = jobs[i]
+        if time.time() > spec["deadline"] - spec["min_split_s"]:
+            print(f"lengths_runs: budget reached, skipping {job_name(j)}", flush=True)
+            continue
+        mark(spec["state"], "start", i)
+        row = run_split(ctx, j, spec, cap)
+        append_row(spec["rows"], row)
+        mark(spec["state"], "done", i)
+        steps = row.get("steps") or []
+        timed = [s["time_s"] for s in steps[row["warmup_steps"]:]]
+        print(f"lengths_runs [{time.strftime('%H:%M:%S')}] {job_name(j)}: "
+              + ("OUT OF MEMORY at step %s" % row["oom_step"] if row["oom"] else
+                 f"{len(steps)} steps, {sum(timed) / max(1, len(timed)):.3f} s/step timed, "
+                 f"padded {row['mean_padded_len']:.0f} (real {row['mean_real_len']:.0f}), "
+                 f"peak {row['peak_reserved_bytes'] / GIB:.2f} GiB reserved / "
+                 f"{row['peak_allocated_bytes'] / GIB:.2f} allocated")
+              + (f" [error: {row['error']}]" if row.get("error") else "")
+              + (" [budget stop]" if row.get("budget_stopped") else "")
+              + f" ({row['split_wall_s']:.0f} s)", flush=True)
+        if row["oom"]:
+            sys.exit(OOM_EXIT)  # a fresh process for what is left: no memory of the failed run
+
+
+class Context:
+    """What a worker builds once and reuses: versions, tokenizers and data sets per (dist, n, vocab)."""
+
+    def __init__(self, torch, smoke):
+        import transformers, peft, accelerate
+        self.torch, self.transformers, self.peft, self.smoke = torch, transformers, peft, smoke
+        self.versions = {"python": platform.python_version(), "torch": torch.__version__,
+                         "transformers": transformers.__version__, "peft": peft.__version__,
+                         "accelerate": accelerate.__version__}
+        for name in ("trl", "datasets"):
+            try:
+                self.versions[name] = __import__(name).__version__
+            except ImportError:
+                pass
+        self.gpu = torch.cuda.get_device_name(0) if not smoke else "cpu"
+        self.cuda_runtime = torch.version.cuda
+        self._tok, self._data = {}, {}
+
+    def tokenizer(self, vocab):
+        if vocab not in self._tok:
+            from tokenizers import Tokenizer, models
+            tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t0"))
+            self._tok[vocab] = self.transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="t0",
+                                                                         eos_token="t1")
+        return self._tok[vocab]
+
+    def data(self, dist, n, vocab):
+        """(lengths, token ids per sequence as one flat tensor and offsets, file, max length), seeded."""
+        key = (dist, n, vocab)
+        if key not in self._data:
+            lengths, path, max_len = dataset_lengths(dist, n)
+            g = self.torch.Generator().manual_seed(1)
+            flat = self.torch.randint(2, vocab, (sum(lengths),), generator=g)  # 0 pads, 1 is eos
+            offsets = [0]
+            for n_tok in lengths:
+                offsets.append(offsets[-1] + n_tok)
+            self._data[key] = (lengths, flat, offsets, path, max_len)
+        return self._data[key]
+
+    def hf_dataset(self, dist, n, vocab):
+        key = ("hf", dist, n, vocab)
+        if key not in self._data:
+            import datasets
+            lengths, flat, offsets, _, _ = self.data(dist, n, vocab)
+            ids = [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(lengths))]
+            self._data[key] = datasets.Dataset.from_dict({"input_ids": ids})
+        return self._data[key]
+
+
+def token_dataset(torch, flat, offsets):
+    class Sequences(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(offsets) - 1
+
+        def __getitem__(self, i):
+            return {"input_ids": flat[offsets[i]:offsets[i + 1]]}
+
+    return Sequences()
+
+
+def pad_to_longest(torch, max_length):
+    """A plain Trainer's collator: truncation at max_length, right padding to the micro-batch's longest,
+    labels -100 on padding."""
+    def collate(features):
+        ids = [f["input_ids"][:max_length] for f in features]
+        width = max(len(x) for x in ids)
+        input_ids = torch.zeros((len(ids), width), dtype=torch.long)
+        mask = torch.zeros((len(ids), width), dtype=torch.long)
+        for r, x in enumerate(ids):
+            input_ids[r, :len(x)] = x
+            mask[r, :len(x)] = 1
+        labels = input_ids.masked_fill(mask == 0, -100)
+        return {"input_ids": input_ids, "attention_mask": mask, "labels": labels}
+    return collate
+
+
+def make_recorder(torch, transformers, cuda, deadline, smoke_oom):
+    class Recorder(transformers.TrainerCallback):
+        """Step times (synchronized), each forward's padded length, each step's peak memory."""
+
+        def __init__(self):
+            self.steps, self.fwd, self.batches = [], [], []
+            self.gap_peaks, self.hook, self.t0, self.f0, self.budget_stopped = (0, 0), None, None, 0, False
+
+        def sync(self):
+            if cuda:
+                torch.cuda.synchronize()
+
+        def peaks(self):
+            return (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()) if cuda else (0, 0)
+
+        def seen(self, module, args, kwargs):
+            if module.training:
+                ids = kwargs.get("input_ids", args[0] if args else None)
+                self.fwd.append(int(ids.shape[1]))
+                if smoke_oom and len(self.steps) == 1:
+                    raise torch.OutOfMemoryError("smoke: a simulated out-of-memory in step 2")
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            self.hook = model.register_forward_pre_hook(self.seen, with_kwargs=True)
+            self.sync()
+            self.t_prev = time.perf_counter()
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.sync()
+            p = self.peaks()
+            self.gap_peaks = (max(self.gap_peaks[0], p[0]), max(self.gap_peaks[1], p[1]))
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+            self.f0 = len(self.fwd)
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.sync()
+            t = time.perf_counter()
+            p = self.peaks()
+            self.steps.append({"step": len(self.steps) + 1, "time_s": t - self.t0, "interval_s": t - self.t_prev,
+                               "forwards": [self.f0, len(self.fwd)],
+                               "peak_allocated_bytes": p[0], "peak_reserved_bytes": p[1]})
+            self.t_prev = t
+            if time.time() > deadline:
+                control.should_training_stop = True
+                self.budget_stopped = True
+
+        def remove(self):
+            if self.hook is not None:
+                self.hook.remove()
+                self.hook = None
+
+    return Recorder()
+
+
+def run_split(ctx, j, spec, cap):
+    torch, transformers, peft = ctx.torch, ctx.transformers, ctx.peft
+    smoke, cuda = ctx.smoke, not ctx.smoke
+    b, a = j["split"]
+    t_split = time.monotonic()
+    row = job_row_head(j, spec["concurrent"])
+    with open(os.path.join(REPO, j["config"])) as f:
+        d = json.load(f)
+    model_type = d.pop("model_type")
+    vocab = d["vocab_size"]
+    lengths, flat, offsets, lengths_file, max_length = ctx.data(j["dist"], j["n"], vocab)
+    if smoke:
+        max_length = min(max_length, 256)
+    steps_planned = (len(lengths) + b * a - 1) // (b * a) if j["epoch"] else j["warmup"] + j["timed"]
+    row.update(lengths_file=lengths_file, n_sequences=len(lengths), data_order_seed=0, token_seed=1,
+               sampler_seed=0, max_length=max_length, padding="longest", packing=False,
+               data_mean_len=sum(lengths) / len(lengths), full_epoch=j["epoch"], steps_planned=steps_planned,
+               warmup_steps=j["warmup"], alloc_conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), cap_bytes=cap,
+               gpu=ctx.gpu, cuda_runtime=ctx.cuda_runtime, versions=ctx.versions, host=platform.node(),
+               pid=os.getpid(), started_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    if cuda:
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        row.update(allocated_before_build_bytes=torch.cuda.memory_allocated(),
+                   reserved_before_build_bytes=torch.cuda.memory_reserved())
+    model = trainer = rec = None
+    workdir = tempfile.mkdtemp(prefix="lengths-split-")
+    try:
+        t = time.monotonic()
+        cfg = transformers.AutoConfig.for_model(model_type, **d)
+        with torch.device("cpu" if smoke else "cuda"):
+            model = transformers.AutoModelForCausalLM.from_config(
+                cfg, dtype=torch.float32 if smoke else torch.bfloat16, attn_implementation="sdpa")
+        lora = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
+                               target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                               "down_proj"])
+        row["build_s"] = time.monotonic() - t
+        t = time.monotonic()
+        steps_arg = {"num_train_epochs": 1} if j["epoch"] else {"max_steps": steps_planned}
+        common = dict(output_dir=workdir, per_device_train_batch_size=b, gradient_accumulation_steps=a, seed=0,
+                      **steps_arg)
+        if smoke:
+            common.update(use_cpu=True, bf16=False)
+        rec = make_recorder(torch, transformers, cuda, spec["deadline"], spec["smoke_oom"])
+        if j["trainer"] == "SFTTrainer":
+            import trl
+            # TRL's defaults (gradient checkpointing, bf16, no packing, padding to the longest); only what
+            # running offline needs: pre-tokenized rows, an in-memory tokenizer, and the data's max_length
+            targs = trl.SFTConfig(**common, max_length=max_length)
+            trainer = trl.SFTTrainer(model=model, args=targs, train_dataset=ctx.hf_dataset(j["dist"], j["n"], vocab),
+                                     processing_class=ctx.tokenizer(vocab), peft_config=lora, callbacks=[rec])
+        else:
+            model = peft.get_peft_model(model, lora)
+            targs = transformers.TrainingArguments(**common, **({} if smoke else {"bf16": True}),
+                                                   remove_unused_columns=False)
+            trainer = transformers.Trainer(model=model, args=targs, train_dataset=token_dataset(torch, flat, offsets),
+                                           data_collator=pad_to_longest(torch, max_length), callbacks=[rec])
+        collate = trainer.data_collator
+
+        def recording_collator(features):
+            out = collate(features)
+            mask = out.get("attention_mask")
+            real = mask.sum(1).tolist() if mask is not None else [len(f["input_ids"]) for f in features]
+            rec.batches.append((int(out["input_ids"].shape[1]), [int(x) for x in real]))
+            return out
+
+        trainer.data_collator = recording_collator
+        row["trainer_init_s"] = time.monotonic() - t
+        row.update(grad_ckpt=bool(targs.gradient_checkpointing), bf16=bool(targs.bf16),
+                   learning_rate=targs.learning_rate, lora=lora_info(trainer.model))
+        if cuda:
+            row.update(model_allocated_bytes=torch.cuda.memory_allocated(),
+                       mem_get_info_before=list(torch.cuda.mem_get_info()))
+            torch.cuda.reset_peak_memory_stats()
+        t = time.monotonic()
+        try:
+            trainer.train()
+            row["oom"] = False
+        except torch.OutOfMemoryError as e:
+            row.update(oom=True, oom_step=len(rec.steps) + 1, oom_forwards_in_step=len(rec.fwd) - rec.f0,
+                       oom_padded_len=rec.fwd[-1] if rec.fwd else None, oom_message=str(e).split("\n")[0][:300])
+            del e
+        row["train_wall_s"] = time.monotonic() - t
+    except Exception as e:  # anything else: the row says what, the next split runs
+        row.update(oom=row.get("oom", False), error=f"{type(e).__name__}: {e}"[:500])
+    if rec is not None:
+        rec.remove()
+        fill_measurements(row, rec, cuda, torch)
+    if cuda:
+        row["mem_get_info_after"] = list(torch.cuda.mem_get_info())
+        stats = torch.cuda.memory_stats()
+        row.update(num_alloc_retries=stats.get("num_alloc_retries"), num_ooms=stats.get("num_ooms"))
+    if trainer is not None:
+        trainer.accelerator.free_memory()
+    del trainer, model, rec
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    row["split_wall_s"] = time.monotonic() - t_split
+    return row
+
+
+def lora_info(model):
+    try:
+        from lorasim_hf.callback import lora_columns, fused_lm_head
+        return dict(lora_columns(model), fused_lm_head=fused_lm_head(model))
+    except Exception as e:  # the row still has what was measured
+        return {"error": str(e)}
+
+
+def fill_measurements(row, rec, cuda, torch):
+    """Per step: wall time, micro-batches' padded and real lengths, peaks; then the row's summaries."""
+    batches, fwd = rec.batches, rec.fwd
+    mismatches = sum(1 for k, w in enumerate(fwd) if k >= len(batches) or batches[k][0] != w)
+    for s in rec.steps:
+        f0, f1 = s.pop("forwards")
+        s["padded"] = [batches[k][0] for k in range(f0, min(f1, len(batches)))]
+        s["real_tokens"] = [sum(batches[k][1]) for k in range(f0, min(f1, len(batches)))]
+        s["lengths"] = [batches[k][1] for k in range(f0, min(f1, len(batches)))]
+    n_seen = len(fwd)
+    seen = batches[:n_seen]
+    timed = rec.steps[row["warmup_steps"]:]
+    now = (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()) if cuda else (0, 0)
+    peaks_a = [s["peak_allocated_bytes"] for s in rec.steps] + [rec.gap_peaks[0], now[0]]
+    peaks_r = [s["peak_reserved_bytes"] for s in rec.steps] + [rec.gap_peaks[1], now[1]]
+    padded_tokens = sum(w * len(r) for w, r in seen)
+    real_tokens = sum(sum(r) for _, r in seen)
+    row.update(
+        steps_run=len(rec.steps), micro_batches_seen=n_seen, collator_hook_mismatches=mismatches,
+        budget_stopped=rec.budget_stopped,
+        mean_padded_len=sum(w for w, _ in seen) / n_seen if n_seen else None,
+        mean_real_len=real_tokens / sum(len(r) for _, r in seen) if n_seen else None,
+        padding_fraction=1 - real_tokens / padded_tokens if padded_tokens else None,
+        max_padded_len=max((w for w, _ in seen), default=None),
+        timed_steps=len(timed),
+        mean_step_time_s=sum(s["time_s"] for s in timed) / len(timed) if timed else None,
+        mean_step_interval_s=sum(s["interval_s"] for s in timed) / len(timed) if timed else None,
+        total_step_interval_s=sum(s["interval_s"] for s in rec.steps),
+        mean_padded_len_timed=(sum(sum(s["padded"]) for s in timed) / sum(len(s["padded"]) for s in timed)
+                               if timed else None),
+        peak_allocated_bytes=max(peaks_a), peak_reserved_bytes=max(peaks_r),
+        peak_allocated_timed_bytes=max((s["peak_allocated_bytes"] for s in timed), default=None),
+        peak_reserved_timed_bytes=max((s["peak_reserved_bytes"] for s in timed), default=None),
+        steps=rec.steps)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--plan", choices=[p for p in PLANS if p != "smoke"], default="grid")
+    ap.add_argument("--out-dir", help="where the rows (and --parallel's worker logs) go; required")
+    ap.add_argument("--rows", default="rows.jsonl", help="file name of the rows under --out-dir")
+    ap.add_argument("--budget-s", type=float, default=530, help="no split starts, and training stops, after this")
+    ap.add_argument("--min-split-s", type=float, default=25, help="no split starts with less than this left")
+    ap.add_argument("--parallel", action="store_true",
+                    help="run the plan's worker groups at once (memory is per process; step times then are not clean)")
+    ap.add_argument("--smoke", action="store_true", help="a tiny model on the CPU: checks the script, measures nothing")
+    ap.add_argument("--smoke-oom", action="store_true", help=argparse.SUPPRESS)  # tests the out-of-memory path
+    ap.add_argument("--_worker", help=argparse.SUPPRESS)
+    ap.add_argument("--_group", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--_state", help=argparse.SUPPRESS)
+    ap.add_argument("--_deadline", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--_concurrent", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args._worker:
+        worker(json.loads(args._worker))
+    elif args._group is not None:  # one group of a --parallel run, in its own process
+        groups = groups_of(PLANS["smoke" if args.smoke else args.plan])
+        run_group(args, args._group, groups[args._group], args._state, args._deadline,
+                  os.path.join(args.out_dir, args.rows), args._concurrent)
+    elif not args.out_dir:
+        ap.error("--out-dir is required")
+    else:
+        drive(args)
+
+
+if __name__ == "__main__":
+    main()
