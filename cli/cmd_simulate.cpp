@@ -8,6 +8,8 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
+#include "cli/lengths_args.h"
+#include "cli/lengths_output.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/split_charts.h"
@@ -26,6 +28,7 @@ struct SimulateArgs {
   double safety_margin = sim::Request{}.safety_margin;
   std::string format = "table";
   std::string plot;  ///< --plot: SVG chart path, empty for none
+  LengthsArgs lengths;
 };
 
 /// `with_plot`: `simulate` draws a chart; `recommend` prints one line and has no --plot.
@@ -34,6 +37,7 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
       .integer("steps", a.steps, 1, "optimizer steps for the run-time column");
   add_hardware_options(t, a.hardware);
   add_workload_options(t, a.workload);
+  add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
   t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json");
@@ -170,6 +174,8 @@ struct Prepared {
   hw::Profile profile;
   Format format;
   std::string plot_path;
+  bool with_lengths = false;
+  LengthsArgs lengths;
 };
 
 bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out) {
@@ -186,12 +192,32 @@ bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out)
   out.profile = select_profile(a.hardware);
   out.request.hardware = out.profile.hw;
   out.request.workload = build_workload(a.workload, out.profile.hw.bf16_supported);
+  out.with_lengths = lengths_given(t);
+  out.lengths = a.lengths;
+  if (out.with_lengths) apply_lengths(a.lengths, out.request.workload);
   out.request.effective_batch = a.effective_batch;
   out.request.steps = a.steps;
   out.request.memory_limit_bytes =
       checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
   out.request.safety_margin = a.safety_margin;
   return true;
+}
+
+/// simulate and recommend for data of many lengths (cli/lengths_output.h).
+int print_lengths(const Prepared& p, bool with_splits) {
+  const sim::LengthsResult r = sim::simulate_lengths(p.request, lengths_options(p.lengths));
+  if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r.result)}, p.plot_path);
+  switch (p.format) {
+    case Format::json: {
+      nlohmann::json j = result_json(p.request, p.profile, r.result);
+      add_lengths_json(j, p.request, r, p.lengths);
+      std::cout << j.dump(2) << "\n";
+      break;
+    }
+    case Format::csv: print_lengths_csv(std::cout, r); break;
+    case Format::table: print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, with_splits); break;
+  }
+  return kOk;
 }
 
 }  // namespace
@@ -207,9 +233,12 @@ int cmd_simulate(const Args& args) {
                "  lorasim simulate --gpu a100-80gb --model-config config.json --effective-batch 32 \\\n"
                "                   --seq-len 1024 --lora-rank 64 --lora-targets q,k,v,o --format json\n"
                "  lorasim simulate --profile my-h200.toml --model qwen3-4b --effective-batch 32\n"
-               "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --plot splits.svg",
+               "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --plot splits.svg\n"
+               "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --grad-ckpt \\\n"
+               "                   --lengths lengths.csv --padding longest --max-length 1024",
                true, p))
     return kOk;
+  if (p.with_lengths) return print_lengths(p, true);
   const sim::Result r = sim::simulate(p.request);
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
@@ -228,9 +257,12 @@ int cmd_recommend(const Args& args) {
                "HF TrainingArguments flags. `lorasim simulate` shows every split.\n\n"
                "examples:\n"
                "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
-               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json",
+               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json\n"
+               "  lorasim recommend --gpu l4 --model qwen3-1.7b --effective-batch 32 --lengths lengths.csv "
+               "--max-length 2048",
                false, p))
     return kOk;
+  if (p.with_lengths) return print_lengths(p, false);
   const sim::Result r = sim::simulate(p.request);
   switch (p.format) {
     case Format::json: std::cout << result_json(p.request, p.profile, r).dump(2) << "\n"; break;

@@ -155,4 +155,16 @@ StepTime CostModel::step(int64_t micro_batch, int64_t accumulation) const {
 
 MemoryEstimate CostModel::memory(int64_t micro_batch) const { return peak_memory(at(micro_batch), hw_); }
 
+StepTime CostModel::step_of(double host_s, double device_s) const {
+  StepTime s;
+  s.host_s = host_s;
+  s.device_s = device_s;
+  s.total_s = combine(host_s, device_s, unit_.host_ops, hw_);
+  const double h = hw_.host_spread, d = hw_.device_spread;
+  s.low_s = combine(host_s * (1 - h), device_s * (1 - d), unit_.host_ops, hw_);
+  s.high_s = combine(host_s * (1 + h), device_s * (1 + d), unit_.host_ops, hw_);
+  s.host_bound = host_s > device_s;
+  return s;
+}
+
 }  // namespace lorasim::model

@@ -71,6 +71,9 @@ class CostModel {
     return step(micro_batch, accumulation).total_s;
   }
   MemoryEstimate memory(int64_t micro_batch) const;
+  /// A step whose micro-batches and optimizer sum to `host_s` and `device_s` (micro-batches of
+  /// different shapes, summed by the caller), combined and ranged as step() combines its own.
+  StepTime step_of(double host_s, double device_s) const;
 
  private:
   Features at(int64_t micro_batch) const;

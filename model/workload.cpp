@@ -146,20 +146,9 @@ void require_modelled(const Workload& w) {
                   "training over " + str(t.data_parallel_processes) + " data-parallel processes is not modelled " +
                       "yet: the cost model predicts one process on one device (predict one process with its " +
                       "share of the batch)");
-  if (t.lengths && !t.lengths->one_point())
-    throw invalid("lengths", "sequences of varying lengths (" + str(t.lengths->shortest_tokens()) + " to " +
-                                 str(t.lengths->longest_tokens()) + " tokens) are not modelled yet: the cost model " +
-                                 "takes one length for every sequence (the longest gives an upper bound)");
-  const int64_t length = t.lengths ? t.lengths->longest_tokens() : t.seq_len;
-  const int64_t max_length = t.lengths ? t.lengths->max_length_tokens() : t.seq_len;
-  if (length != t.seq_len)
-    throw invalid("lengths", "the data's sequences are " + str(length) + " tokens long but the sequence length is " +
-                                 str(t.seq_len) + ": give one of them (the cost model counts the sequence length)");
-  const int64_t padded = padded_length_tokens(t.padding, length, max_length);
-  if (padded != length)
-    throw invalid("padding", "padding " + str(length) + "-token sequences to " + str(padded) + " tokens (" +
-                                 padding_name(t.padding) + ") is not modelled yet: the cost model counts every " +
-                                 "token as real (give the padded length as the sequence length)");
+  // The data's lengths and padding are not refused: the cost model predicts micro-batches whose
+  // rows are `seq_len` tokens (padded), and the simulator evaluates one cost model per padded
+  // length a micro-batch of the data can take (simulator/lengths_sim.h).
 }
 
 }  // namespace lorasim::model

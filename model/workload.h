@@ -68,9 +68,10 @@ struct Workload {
 };
 
 /// Throws InputError naming the first input of `w` that the cost model does not model yet:
-/// weights stored apart from the compute precision, more than one data-parallel process, or
-/// sequences that are not all `seq_len` tokens once padded. The cost model's entry calls it, so
-/// such a workload is refused rather than predicted as if it were today's.
+/// weights stored apart from the compute precision, or more than one data-parallel process. The
+/// cost model's entry calls it, so such a workload is refused rather than predicted as if it were
+/// today's. `lengths` and `padding` pass: the cost model predicts rows of `seq_len` tokens, and
+/// simulator/lengths_sim.h evaluates one per padded length of the data.
 void require_modelled(const Workload& w);
 
 }  // namespace lorasim::model

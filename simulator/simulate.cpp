@@ -42,6 +42,14 @@ void validate(const Request& r) {
     throw InputError("the " + r.hardware.display_name +
                      " has no bf16 support: it trains in fp16 or fp32", "precision");
   r.workload.validate();
+  const model::TrainingSpec& t = r.workload.train;
+  const model::LengthDistribution d = t.length_distribution();
+  if (!d.one_point() || d.longest_tokens() != t.seq_len ||
+      model::padded_length_tokens(t.padding, t.seq_len, d.max_length_tokens()) != t.seq_len)
+    throw InputError("data whose micro-batches are not all " + std::to_string(t.seq_len) +
+                         "-token rows (their lengths or padding) are simulated by simulate_lengths "
+                         "(simulator/lengths_sim.h), not simulate",
+                     "lengths");
   model::Checked k;
   k.mul(r.effective_batch, r.workload.train.seq_len);
   if (k.overflowed)

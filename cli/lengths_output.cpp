@@ -1,0 +1,120 @@
+// Output of data of many lengths: JSON fields, CSV columns and the table with the mean and p99
+// step, the padding, the epoch and the worst micro-batch's memory.
+#include "cli/lengths_output.h"
+
+#include "cli/describe.h"
+#include "cli/format.h"
+#include "model/analytics.h"
+#include "model/lengths.h"
+
+namespace lorasim::cli {
+namespace {
+
+std::string hf_flags(const sim::Split& s) {
+  return "--per_device_train_batch_size " + std::to_string(s.micro_batch) + " --gradient_accumulation_steps " +
+         std::to_string(s.accumulation);
+}
+
+std::string percent(double fraction) { return fixed(fraction * 100, 0) + "%"; }
+
+}  // namespace
+
+void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a) {
+  const model::LengthDistribution d = req.workload.train.length_distribution();
+  j["lengths"] = {{"file", a.file},
+                  {"sequences", d.sequences()},
+                  {"mean_tokens", d.mean_tokens()},
+                  {"shortest_tokens", d.shortest_tokens()},
+                  {"longest_tokens", d.longest_tokens()},
+                  {"max_length_tokens", d.max_length_tokens()},
+                  {"padding", model::padding_name(req.workload.train.padding)},
+                  {"group_by_length", a.group_by_length},
+                  {"rows_per_epoch", r.rows_per_epoch}};
+  for (size_t i = 0; i < r.lengths.size(); ++i) {
+    const sim::LengthFigures& f = r.lengths[i];
+    nlohmann::json& s = j["splits"][i];
+    s["step_time_p99_s"] = f.step_time_p99_s;
+    s["padding_fraction"] = f.padding_fraction;
+    s["mean_padded_length_tokens"] = f.mean_padded_length_tokens;
+    s["worst_padded_length_tokens"] = f.worst_padded_length_tokens;
+    s["activation_bytes"] = static_cast<int64_t>(f.activation_bytes);
+    s["steps_per_epoch"] = f.steps_per_epoch;
+    s["epoch_time_s"] = f.epoch_time_s;
+  }
+  if (r.result.recommended) {
+    const sim::LengthFigures& f = r.lengths[*r.result.recommended];
+    j["recommended"]["epoch_time_s"] = f.epoch_time_s;
+    j["recommended"]["padding_fraction"] = f.padding_fraction;
+  }
+}
+
+void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
+  out << "micro_batch,accumulation,step_time_s,step_time_p99_s,padding_fraction,epoch_time_s,steps_per_epoch,"
+         "mean_padded_length_tokens,worst_padded_length_tokens,micro_batch_time_s,host_time_s,device_time_s,"
+         "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
+         "worst_reserved_bytes,fits,host_bound,rank,step_time_low_s,step_time_high_s\n";
+  for (size_t i = 0; i < r.result.splits.size(); ++i) {
+    const sim::Split& s = r.result.splits[i];
+    const sim::LengthFigures& f = r.lengths[i];
+    out << s.micro_batch << ',' << s.accumulation << ',' << s.step_time_s << ',' << f.step_time_p99_s << ','
+        << f.padding_fraction << ',' << f.epoch_time_s << ',' << f.steps_per_epoch << ','
+        << f.mean_padded_length_tokens << ',' << f.worst_padded_length_tokens << ',' << s.micro_batch_time_s << ','
+        << s.host_time_s << ',' << s.device_time_s << ',' << s.optimizer_time_s << ',' << s.run_time_s << ','
+        << s.tokens_per_s << ',' << static_cast<int64_t>(s.peak_allocated_bytes) << ','
+        << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << static_cast<int64_t>(s.worst_reserved_bytes) << ','
+        << (s.fits ? "true" : "false") << ',' << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
+        << s.step_time_low_s << ',' << s.step_time_high_s << '\n';
+  }
+}
+
+void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
+                         const LengthsArgs& a, bool with_splits) {
+  const model::Workload& w = req.workload;
+  const model::LengthDistribution d = w.train.length_distribution();
+  const model::ParamCounts pc = model::count_params(w.arch, w.lora);
+  const sim::Result& res = r.result;
+  out << "model:     " << w.arch.name << " (" << human_count(static_cast<double>(pc.base)) << " frozen, "
+      << human_count(static_cast<double>(pc.trainable)) << " trainable)\n"
+      << "workload:  " << workload_line(w) << "\n"
+      << "lengths:   " << a.file << ": " << d.sequences() << " sequences, " << d.shortest_tokens() << " to "
+      << d.longest_tokens() << " tokens (mean " << fixed(d.mean_tokens(), 0) << ", max length "
+      << d.max_length_tokens() << "), padding " << model::padding_name(w.train.padding)
+      << (a.group_by_length ? ", grouped by length" : "") << "\n"
+      << "stack:     " << w.stack.describe() << "\n"
+      << "gpu:       " << profile_line(p) << "\n"
+      << "batch:     effective " << req.effective_batch << " sequences per optimizer step, "
+      << (r.lengths.empty() ? 0 : r.lengths.front().steps_per_epoch) << " steps per epoch of " << r.rows_per_epoch
+      << (w.train.padding.mode == model::PaddingMode::packed ? " packed rows" : " sequences") << "\n"
+      << "memory:    " << human_bytes(res.memory_limit_bytes) << " limit, " << human_bytes(res.usable_memory_bytes)
+      << " usable (" << fixed(req.safety_margin * 100, 0) << "% margin, "
+      << human_bytes(p.hw.memory.context_bytes) << " CUDA context)\n\n";
+  if (with_splits) {
+    Table t({"micro", "accum", "step (mean)", "p99", "epoch", "padding", "padded len", "worst len", "peak reserved",
+             "worst reserved", "fits", "rank", "bound by"});
+    for (size_t i = 0; i < res.splits.size(); ++i) {
+      const sim::Split& s = res.splits[i];
+      const sim::LengthFigures& f = r.lengths[i];
+      t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
+             human_seconds(f.step_time_p99_s), human_seconds(f.epoch_time_s), percent(f.padding_fraction),
+             fixed(f.mean_padded_length_tokens, 0), std::to_string(f.worst_padded_length_tokens),
+             human_bytes(s.peak_reserved_bytes), human_bytes(s.worst_reserved_bytes), s.fits ? "yes" : "no",
+             s.rank ? std::to_string(s.rank) : "-", s.host_bound ? "host" : "device"});
+    }
+    t.print(out);
+    out << "\n";
+  }
+  if (!res.recommended) {
+    out << "recommended: none (no split's worst micro-batch fits)\n";
+  } else {
+    const sim::Split& best = res.splits[*res.recommended];
+    const sim::LengthFigures& f = r.lengths[*res.recommended];
+    out << "recommended: micro-batch " << best.micro_batch << " x accumulation " << best.accumulation << ": "
+        << human_seconds(best.step_time_s) << " per step on average (p99 " << human_seconds(f.step_time_p99_s)
+        << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
+        << " padding, worst micro-batch " << human_bytes(best.worst_reserved_bytes) << " reserved\n"
+        << "HF TrainingArguments: " << hf_flags(best) << (a.group_by_length ? " --group_by_length true" : "") << "\n";
+  }
+  for (const auto& n : res.notes) out << "note: " << n << "\n";
+}
+
+}  // namespace lorasim::cli

@@ -1,0 +1,22 @@
+// simulate's and recommend's output for data of many lengths: the fixed-length JSON with each
+// split's length figures added, and the table and CSV with their columns.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/lengths_args.h"
+#include "hwprofiles/profile.h"
+#include "simulator/lengths_sim.h"
+
+namespace lorasim::cli {
+
+/// Adds to simulate's JSON (`j`, made from `r.result`) each split's step_time_p99_s,
+/// padding_fraction, epoch_time_s, ..., the recommended split's epoch time, and a "lengths"
+/// object describing the data.
+void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a);
+void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r);
+/// The header, then (when `with_splits`) the table of splits, the recommendation and the notes.
+void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
+                         const LengthsArgs& a, bool with_splits);
+
+}  // namespace lorasim::cli

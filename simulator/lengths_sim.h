@@ -1,0 +1,52 @@
+// The simulator for data of many lengths: every split of the effective batch, with the step
+// time as a random variable of the micro-batches' padded lengths (a cost model per distinct
+// padded length, seeded sampling of steps), the padding fraction, the epoch time, and the
+// memory of the worst micro-batch the data can produce. docs/lengths.md says how.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "simulator/simulate.h"
+
+namespace lorasim::sim {
+
+struct LengthsOptions {
+  /// HF's group_by_length: micro-batches of sequences of similar length (model/lengths.h).
+  bool group_by_length = false;
+  int64_t sampled_steps = 2000;  ///< seeded optimizer steps drawn per split
+  uint64_t seed = 0;             ///< the same seed gives the same figures
+};
+
+/// What a split adds over the fixed-length figures; Split::step_time_s is the mean step.
+struct LengthFigures {
+  double step_time_p99_s = 0;            ///< the step that 99% of the sampled steps stay within
+  double padding_fraction = 0;           ///< expected padded tokens that are padding
+  double mean_padded_length_tokens = 0;  ///< expected row length of a micro-batch
+  int64_t worst_padded_length_tokens = 0;  ///< row length of the worst micro-batch (b longest together)
+  double activation_bytes = 0;           ///< the worst micro-batch's peak allocated less the static bytes
+  int64_t steps_per_epoch = 0;           ///< ceil(rows of one pass / effective batch)
+  double epoch_time_s = 0;               ///< steps_per_epoch x the mean step
+};
+
+struct LengthsResult {
+  /// The splits as simulate() gives them, with step_time_s (and micro-batch, host and device
+  /// times, run time, range) the means over sampled steps, tokens_per_s the real tokens, and the
+  /// memory that of the worst micro-batch with the allocator's slack for varying shapes; ranked
+  /// by epoch time among those whose worst micro-batch fits.
+  Result result;
+  std::vector<LengthFigures> lengths;  ///< parallel to result.splits
+  int64_t rows_per_epoch = 0;          ///< sequences (packed: rows) in one pass over the data
+};
+
+/// The share of a micro-batch's activation bytes (its peak allocated less the model's static
+/// bytes) that PyTorch's caching allocator additionally holds when micro-batch shapes vary.
+/// `bound`: the share the worst case adds, never below a measured peak of the rows it was
+/// fitted on; otherwise the share the expected peak adds. 0 where every micro-batch has one shape.
+double varying_shape_share(model::AllocatorMode allocator, bool bound);
+
+/// `r.workload.train.lengths` is the data's distribution (truncated at its maximum length;
+/// empty: the one-point distribution at seq_len), `train.padding` how micro-batches are padded.
+/// Throws InputError for an invalid request or options (sampled steps < 1), as simulate().
+LengthsResult simulate_lengths(const Request& r, const LengthsOptions& options = {});
+
+}  // namespace lorasim::sim
