@@ -24,9 +24,9 @@ namespace {
 // figures). The expected share is the mean over the fit rows of (measured reserved - predicted
 // reserved) / predicted activation bytes; the bound is their maximum, so the worst case is not
 // below any fit row's peak. The expandable allocator has one row (SFTTrainer longtail 2x8).
-constexpr double kDefaultVaryingShare = 0.0;
-constexpr double kDefaultVaryingShareBound = 0.0;
-constexpr double kExpandableVaryingShare = 0.0;
+constexpr double kDefaultVaryingShare = 0.52;
+constexpr double kDefaultVaryingShareBound = 0.87;
+constexpr double kExpandableVaryingShare = 0.12;
 constexpr double kExpandableVaryingShareBound = 0.0;
 
 // Steps of more accumulation than this sample this many micro-batches and scale their sum:
@@ -240,9 +240,11 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     const model::MemoryEstimate m = cache.at(f.worst_padded_length_tokens).memory(b);
     const double activations = std::max(0.0, m.peak_allocated_bytes - static_bytes);
     f.activation_bytes = activations;
+    f.varying_shape_bytes = share * activations;
+    f.varying_shape_worst_bytes = share_bound * activations;
     s.peak_allocated_bytes = m.peak_allocated_bytes;
-    s.peak_reserved_bytes = m.peak_reserved_bytes + share * activations;
-    s.worst_reserved_bytes = m.worst_reserved_bytes + share_bound * activations;
+    s.peak_reserved_bytes = m.peak_reserved_bytes + f.varying_shape_bytes;
+    s.worst_reserved_bytes = m.worst_reserved_bytes + f.varying_shape_worst_bytes;
     s.fits = s.worst_reserved_bytes <= res.usable_memory_bytes;
     out.lengths.push_back(f);
   }
