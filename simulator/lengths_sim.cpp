@@ -19,13 +19,15 @@ namespace {
 // The allocator's extra hold under varying shapes, as a share of the activation bytes of the
 // worst micro-batch. Fitted on bench/results/h200/lengths-run1 (qwen3-1.7b on the H200,
 // SFTTrainer and a pad-to-longest Trainer, longtail and chat data) by
-// bench/hf/lengths_accuracy.py: the grid rows with micro-batch 2 and 8 fit, the rest (micro-batch
-// 1, 4 and 16, and every caps row) are held out (bench/results/lengths-accuracy.md has the
-// figures). The expected share is the mean over the fit rows of (measured reserved - predicted
-// reserved) / predicted activation bytes; the bound is their maximum, so the worst case is not
-// below any fit row's peak. The expandable allocator has one row (SFTTrainer longtail 2x8).
-constexpr double kDefaultVaryingShare = 0.52;
-constexpr double kDefaultVaryingShareBound = 0.87;
+// `bench/hf/lengths_accuracy.py --fit`: the rows at micro-batch 2 and 8 (the 10-step grid and the
+// full-epoch caps) fit; those at 1, 4 and 16 are held out (bench/results/lengths-accuracy.md).
+// The expected share is the mean over the fit rows of (measured reserved - predicted reserved) /
+// predicted activation bytes; the bound is their maximum against the worst case, so that is not
+// below any fit row's peak. The expandable allocator has one row (SFTTrainer longtail 2x8), whose
+// peak the worst case already covers. They belong with the profile's stack numbers once the
+// coefficient table can hold them; until then they are measured on one GPU and one model.
+constexpr double kDefaultVaryingShare = 0.66;
+constexpr double kDefaultVaryingShareBound = 0.98;
 constexpr double kExpandableVaryingShare = 0.12;
 constexpr double kExpandableVaryingShareBound = 0.0;
 
