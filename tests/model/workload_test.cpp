@@ -1,9 +1,11 @@
 // The workload's inputs for what comes next (lengths, padding, weight format, data
-// parallelism): their defaults are today's, validation names quantities, and the cost model
-// refuses what it does not model yet. Also the frozen weights' bytes by storage format.
+// parallelism): their defaults are today's, validation names quantities, the cost model refuses
+// what it does not model yet and predicts rows of seq_len whatever the data's lengths. Also the frozen weights' bytes by storage format.
 #include "model/workload.h"
 
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "model/analytics.h"
 #include "model/checked.h"
@@ -104,30 +106,23 @@ TEST(WorkloadTest, CostModelRefusesWhatItDoesNotModelYet) {
   EXPECT_NO_THROW(w.validate());
   e = cost_model_error(w);
   EXPECT_TRUE(contains(e, "4 data-parallel processes") && contains(e, "not modelled yet")) << e;
+}
 
-  w = qwen();
-  w.train.lengths = LengthDistribution::from_bins({{100, 3}, {512, 1}});
-  e = cost_model_error(w);
-  EXPECT_TRUE(contains(e, "varying lengths (100 to 512 tokens)") && contains(e, "not modelled yet")) << e;
-
-  w = qwen();
-  w.train.lengths = LengthDistribution::fixed(300);
-  e = cost_model_error(w);
-  EXPECT_TRUE(contains(e, "300 tokens long but the sequence length is 512")) << e;
-
-  w = qwen(500);
-  w.train.padding = Padding::multiple_of(64);
-  e = cost_model_error(w);
-  EXPECT_TRUE(contains(e, "padding 500-token sequences to 512 tokens (multiple:64)") && contains(e, "not modelled yet"))
-      << e;
-
-  w = qwen();
-  w.train.lengths = LengthDistribution::fixed(512).truncated(1024);
-  w.train.padding = parse_padding("max_length");
-  e = cost_model_error(w);
-  EXPECT_TRUE(contains(e, "padding 512-token sequences to 1024 tokens (max_length)")) << e;
-  w.train.padding = Padding{};  // padding to the longest: 512, as modelled
-  EXPECT_EQ(cost_model_error(w), "(no error)");
+// The data's lengths and padding are the simulator's (simulator/lengths_sim.h): the cost model
+// predicts rows of seq_len tokens whatever the data they came from.
+TEST(WorkloadTest, CostModelPredictsRowsOfTheSequenceLengthWhateverTheLengths) {
+  const Workload plain = qwen();
+  std::vector<Workload> data(3, plain);
+  data[0].train.lengths = LengthDistribution::from_bins({{100, 3}, {512, 1}});
+  data[1].train.lengths = LengthDistribution::fixed(500);
+  data[1].train.padding = Padding::multiple_of(64);
+  data[2].train.lengths = LengthDistribution::fixed(300).truncated(1024);
+  data[2].train.padding = parse_padding("max_length");
+  for (const Workload& w : data) {
+    EXPECT_EQ(cost_model_error(w), "(no error)");
+    EXPECT_EQ(CostModel(w, test_gpu()).step_time_s(4, 2), CostModel(plain, test_gpu()).step_time_s(4, 2));
+    EXPECT_EQ(CostModel(w, test_gpu()).memory(4).worst_reserved_bytes, CostModel(plain, test_gpu()).memory(4).worst_reserved_bytes);
+  }
 }
 
 TEST(WorkloadTest, ValidationNamesQuantitiesNotFlags) {

@@ -1,0 +1,186 @@
+// The simulator for data of many lengths: the one-point case against the fixed-length figures,
+// the sampled mean against brute force, the worst micro-batch deciding fits, the epoch.
+#include "simulator/lengths_sim.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/architecture.h"
+#include "model/cost_model.h"
+#include "model/error.h"
+#include "model/lengths.h"
+#include "tests/model/test_hardware.h"
+
+using namespace lorasim;
+using lorasim::testing::test_gpu;
+
+namespace {
+
+sim::Request request(int64_t B, const model::LengthDistribution& d, model::Padding p = {}) {
+  sim::Request r;
+  r.workload.arch = model::preset("qwen3-1.7b");
+  r.workload.train.lengths = d;
+  r.workload.train.seq_len = d.max_length_tokens();
+  r.workload.train.padding = p;
+  r.hardware = test_gpu();
+  r.effective_batch = B;
+  return r;
+}
+
+model::CostModel cost_at(const sim::Request& r, int64_t seq_len) {
+  model::Workload w = r.workload;
+  w.train.lengths.reset();
+  w.train.padding = {};
+  w.train.seq_len = seq_len;
+  return model::CostModel(w, r.hardware);
+}
+
+}  // namespace
+
+TEST(LengthsSimTest, OnePointDistributionGivesTheFixedLengthFigures) {
+  for (model::StackSpec stack : {model::StackSpec{}, model::StackSpec::lorasim_runner()}) {
+    sim::Request lengths = request(16, model::LengthDistribution::from_bins({{512, 4000}}));
+    lengths.workload.stack = stack;
+    sim::Request fixed = lengths;
+    fixed.workload.train.lengths.reset();
+    const sim::Result f = sim::simulate(fixed);
+    const sim::LengthsResult l = sim::simulate_lengths(lengths);
+    ASSERT_EQ(l.result.splits.size(), f.splits.size());
+    for (size_t i = 0; i < f.splits.size(); ++i) {
+      const sim::Split &a = f.splits[i], &b = l.result.splits[i];
+      EXPECT_NEAR(b.step_time_s, a.step_time_s, 0.01 * a.step_time_s) << a.micro_batch;
+      EXPECT_NEAR(l.lengths[i].step_time_p99_s, a.step_time_s, 0.01 * a.step_time_s);
+      EXPECT_GE(b.peak_reserved_bytes, a.peak_reserved_bytes);
+      EXPECT_GE(b.worst_reserved_bytes, a.worst_reserved_bytes);
+      EXPECT_EQ(b.fits, a.fits);
+      EXPECT_EQ(l.lengths[i].padding_fraction, 0);
+      EXPECT_EQ(l.lengths[i].steps_per_epoch, 250);  // 4000 sequences / 16
+      EXPECT_DOUBLE_EQ(l.lengths[i].epoch_time_s, 250 * b.step_time_s);
+    }
+    EXPECT_EQ(l.result.recommended, f.recommended);
+  }
+}
+
+// Two micro-batches of two sequences from {100 x3, 400 x1}: the longest of two is 100 with
+// probability (3/4)^2 = 9/16, else 400; the step's four cases weighted exactly.
+TEST(LengthsSimTest, MeanStepMatchesBruteForceOnATinyHistogram) {
+  const sim::Request r = request(4, model::LengthDistribution::from_bins({{100, 3}, {400, 1}}));
+  const model::CostModel c100 = cost_at(r, 100), c400 = cost_at(r, 400);
+  const model::OptimizerTime& opt = c100.optimizer();
+  const double p[2] = {9.0 / 16, 7.0 / 16};
+  const model::CostModel* c[2] = {&c100, &c400};
+  double mean = 0;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const model::MicroBatchTime first = c[i]->micro_batch(2), acc = c[j]->micro_batch(2, true);
+      mean += p[i] * p[j] *
+              c400.step_of(first.host_s + acc.host_s + opt.host_s, first.device_s + acc.device_s + opt.device_s).total_s;
+    }
+  sim::LengthsOptions o;
+  o.sampled_steps = 40000;
+  const sim::LengthsResult l = sim::simulate_lengths(r, o);
+  const sim::Split& s = l.result.splits[1];
+  ASSERT_EQ(s.micro_batch, 2);
+  EXPECT_NEAR(s.step_time_s, mean, 0.01 * mean);
+  // Both micro-batches at 400 has probability 49/256 > 1%: the p99 step is that one.
+  const double longest = c400.step(2, 2).total_s;
+  EXPECT_NEAR(l.lengths[1].step_time_p99_s, longest, 1e-12 * longest);
+  // The padding is exact: E[longest of 2] = 100 x 9/16 + 400 x 7/16 = 231.25 against a mean of 175.
+  EXPECT_DOUBLE_EQ(l.lengths[1].mean_padded_length_tokens, 231.25);
+  EXPECT_DOUBLE_EQ(l.lengths[1].padding_fraction, 1 - 175 / 231.25);
+  EXPECT_EQ(l.lengths[1].steps_per_epoch, 1);  // 4 sequences, B = 4
+}
+
+TEST(LengthsSimTest, TheSameSeedGivesTheSameFigures) {
+  const sim::Request r = request(16, model::LengthDistribution::from_bins({{64, 50}, {300, 20}, {2048, 3}}));
+  const sim::LengthsResult a = sim::simulate_lengths(r), b = sim::simulate_lengths(r);
+  for (size_t i = 0; i < a.result.splits.size(); ++i) {
+    EXPECT_EQ(a.result.splits[i].step_time_s, b.result.splits[i].step_time_s);
+    EXPECT_EQ(a.lengths[i].step_time_p99_s, b.lengths[i].step_time_p99_s);
+    EXPECT_GE(a.lengths[i].step_time_p99_s, a.result.splits[i].step_time_s * 0.999);
+  }
+}
+
+// Mostly short data with two long sequences: a micro-batch of their mean length fits, the
+// worst one (both long sequences together) does not, and it decides.
+TEST(LengthsSimTest, TheWorstMicroBatchDecidesFits) {
+  sim::Request r = request(8, model::LengthDistribution::from_bins({{128, 10000}, {4096, 2}}));
+  r.workload.stack = model::StackSpec::lorasim_runner();
+  const model::CostModel c128 = cost_at(r, 128), c4096 = cost_at(r, 4096);
+  // A limit between the 8x128 and the 8x4096 micro-batch's worst case.
+  const double usable = 0.5 * (c128.memory(8).worst_reserved_bytes + c4096.memory(8).worst_reserved_bytes);
+  r.safety_margin = 0;
+  r.memory_limit_bytes = static_cast<int64_t>(usable + static_cast<double>(r.hardware.memory.context_bytes));
+  const sim::LengthsResult l = sim::simulate_lengths(r);
+  const sim::Split& s8 = l.result.splits.back();
+  ASSERT_EQ(s8.micro_batch, 8);
+  EXPECT_EQ(l.lengths.back().worst_padded_length_tokens, 4096);
+  EXPECT_LT(l.lengths.back().mean_padded_length_tokens, 200);  // the mean micro-batch would fit
+  EXPECT_GE(s8.worst_reserved_bytes, c4096.memory(8).worst_reserved_bytes);
+  EXPECT_FALSE(s8.fits);
+  for (size_t i = 0; i < l.result.splits.size(); ++i) {
+    const sim::Split& s = l.result.splits[i];
+    EXPECT_EQ(s.fits, s.worst_reserved_bytes <= l.result.usable_memory_bytes);
+    if (!s.fits) {
+      EXPECT_EQ(s.rank, 0);
+    }
+  }
+  ASSERT_TRUE(l.result.recommended.has_value());
+  EXPECT_LT(l.result.splits[*l.result.recommended].micro_batch, 8);
+}
+
+TEST(LengthsSimTest, VaryingShapesAddTheAllocatorsHoldUnderTheDefaultAllocator) {
+  const model::LengthDistribution d = model::LengthDistribution::from_bins({{100, 30}, {1024, 10}});
+  sim::Request r = request(4, d);
+  r.workload.stack.allocator = model::AllocatorMode::default_segments;
+  const sim::LengthsResult l = sim::simulate_lengths(r);
+  const double share = sim::varying_shape_share(model::AllocatorMode::default_segments, true);
+  ASSERT_GT(share, 0);
+  for (size_t i = 0; i < l.result.splits.size(); ++i) {
+    const model::MemoryEstimate m = cost_at(r, 1024).memory(l.result.splits[i].micro_batch);
+    EXPECT_GT(l.lengths[i].activation_bytes, 0);
+    EXPECT_DOUBLE_EQ(l.result.splits[i].worst_reserved_bytes,
+                     m.worst_reserved_bytes + share * l.lengths[i].activation_bytes);
+  }
+  // Padding to the maximum length gives one shape: nothing is added.
+  const sim::LengthsResult flat = sim::simulate_lengths(request(4, d, model::parse_padding("max_length")));
+  for (size_t i = 0; i < flat.result.splits.size(); ++i)
+    EXPECT_EQ(flat.lengths[i].varying_shape_worst_bytes, 0);
+}
+
+TEST(LengthsSimTest, GroupingByLengthPadsLessAndStepsFaster) {
+  const sim::Request r = request(16, model::LengthDistribution::from_bins({{64, 500}, {256, 300}, {1024, 100}}));
+  sim::LengthsOptions grouped;
+  grouped.group_by_length = true;
+  const sim::LengthsResult a = sim::simulate_lengths(r), g = sim::simulate_lengths(r, grouped);
+  const size_t last = a.result.splits.size() - 1;  // 16x1
+  EXPECT_LT(g.lengths[last].padding_fraction, a.lengths[last].padding_fraction);
+  EXPECT_LT(g.result.splits[last].step_time_s, a.result.splits[last].step_time_s);
+}
+
+TEST(LengthsSimTest, PackingFillsRowsOfTheMaximumLength) {
+  const model::LengthDistribution d = model::LengthDistribution::from_bins({{100, 30}, {412, 10}}).truncated(512);
+  const sim::LengthsResult l = sim::simulate_lengths(request(4, d, model::parse_padding("packed")));
+  EXPECT_EQ(l.rows_per_epoch, 14);  // ceil((3000 + 4120) / 512)
+  for (const auto& f : l.lengths) {
+    EXPECT_EQ(f.padding_fraction, 0);
+    EXPECT_EQ(f.steps_per_epoch, 4);
+  }
+}
+
+TEST(LengthsSimTest, SimulateRefusesDataOfManyLengths) {
+  const sim::Request r = request(4, model::LengthDistribution::from_bins({{100, 3}, {400, 1}}));
+  try {
+    sim::simulate(r);
+    FAIL() << "simulate accepted varying lengths";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("simulate_lengths"), std::string::npos) << e.what();
+  }
+  sim::LengthsOptions o;
+  o.sampled_steps = 0;
+  EXPECT_THROW(sim::simulate_lengths(r, o), InputError);
+}
