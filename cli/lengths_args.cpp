@@ -14,7 +14,11 @@ void add_lengths_options(OptionTable& t, LengthsArgs& a) {
       .quantity("lengths")
       .custom("padding", a.padding,
               [&a](const std::string& text) {
-                model::parse_padding(text);
+                try {
+                  model::parse_padding(text);
+                } catch (const InputError& e) {
+                  throw InputError(std::string("--padding: ") + e.what());
+                }
                 a.padding = text;
               },
               "with --lengths: longest, multiple:N, max_length, packed or padding-free (pad each micro-batch to its "

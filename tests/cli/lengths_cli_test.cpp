@@ -1,0 +1,84 @@
+// End-to-end tests of `lorasim simulate` and `recommend` with --lengths: the figures each format
+// carries, and one error line for a bad file or a flag that does not go with the others.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_helpers.h"
+
+namespace {
+
+using namespace lorasim::testing;
+
+const char* kHistogram = "# lengths\nlength,count\n64,300\n256,120\n1500,6\n";
+
+TEST(LengthsCliTest, SimulateJsonCarriesTheLengthFiguresOfEverySplit) {
+  TempDir dir;
+  write_file(dir / "lengths.csv", kHistogram);
+  const std::string file = (dir / "lengths.csv").string();
+  const json j = ok_json({"simulate", "--gpu", "h200", "--model", "qwen3-1.7b", "--lengths", file, "--max-length",
+                          "1024", "--effective-batch", "16", "--format", "json"});
+  expect_splits_json(j, 16);
+  EXPECT_EQ(j["lengths"]["max_length_tokens"], 1024);
+  EXPECT_EQ(j["lengths"]["longest_tokens"], 1024);  // truncated
+  EXPECT_EQ(j["lengths"]["sequences"], 426);
+  EXPECT_EQ(j["lengths"]["padding"], "longest");
+  for (const json& s : j["splits"]) {
+    EXPECT_GT(s["step_time_p99_s"].get<double>(), 0);
+    EXPECT_EQ(s["steps_per_epoch"], 27);  // ceil(426 / 16)
+    EXPECT_DOUBLE_EQ(s["epoch_time_s"].get<double>(), 27 * s["step_time_s"].get<double>());
+    EXPECT_EQ(s["worst_padded_length_tokens"], 1024);
+    EXPECT_GE(s["worst_reserved_bytes"].get<int64_t>(), s["peak_reserved_bytes"].get<int64_t>());
+    const double pad = s["padding_fraction"].get<double>();
+    EXPECT_TRUE(pad >= 0 && pad < 1) << pad;
+  }
+  // 16x1: a fifth of the micro-batches hold a 1024-token sequence, so the p99 step is theirs. (The
+  // mean may exceed the p99 where fewer than 1% of the steps are long.)
+  EXPECT_GT(j["splits"][4]["step_time_p99_s"].get<double>(), j["splits"][4]["step_time_s"].get<double>());
+  EXPECT_EQ(j["splits"][0]["padding_fraction"], 0);  // one sequence per micro-batch: nothing padded
+  ASSERT_TRUE(j["recommended"].is_object());
+  EXPECT_TRUE(j["recommended"].contains("epoch_time_s"));
+}
+
+TEST(LengthsCliTest, TableAndCsvShowTheMeanP99PaddingAndEpoch) {
+  TempDir dir;
+  write_file(dir / "lengths.txt", "length\n100\n200\n200\n900\n");
+  const std::string file = (dir / "lengths.txt").string();
+  const std::string table = ok({"simulate", "--lengths", file, "--effective-batch", "4", "--padding", "multiple:64"});
+  for (const char* want : {"step (mean)", "p99", "epoch", "padding", "worst reserved", "padding multiple:64",
+                           "4 sequences, 100 to 900 tokens"})
+    EXPECT_NE(table.find(want), std::string::npos) << want << "\n" << table;
+  const std::vector<std::string> csv = lines_of(ok({"simulate", "--lengths", file, "--effective-batch", "4", "--format", "csv"}));
+  ASSERT_EQ(csv.size(), 4u);  // header and splits 1, 2, 4
+  EXPECT_EQ(csv[0].rfind("micro_batch,accumulation,step_time_s,step_time_p99_s,padding_fraction,epoch_time_s,", 0), 0u);
+  const std::string rec = ok({"recommend", "--lengths", file, "--effective-batch", "4", "--group-by-length"});
+  EXPECT_NE(rec.find("per epoch"), std::string::npos) << rec;
+  EXPECT_NE(rec.find("--group_by_length true"), std::string::npos) << rec;
+}
+
+TEST(LengthsCliTest, BadFilesAreOneErrorNamingTheFile) {
+  TempDir dir;
+  expect_error({"simulate", "--lengths", (dir / "missing.csv").string()}, kConfig, {"missing.csv"});
+  write_file(dir / "zero.csv", "length,count\n100,3\n0,2\n");
+  expect_error({"simulate", "--lengths", (dir / "zero.csv").string()}, kConfig, {"zero.csv:3", "positive"});
+  write_file(dir / "empty.csv", "# nothing\n");
+  expect_error({"recommend", "--lengths", (dir / "empty.csv").string()}, kConfig, {"empty.csv"});
+}
+
+TEST(LengthsCliTest, FlagsThatDoNotGoTogetherAreRefused) {
+  TempDir dir;
+  write_file(dir / "l.csv", kHistogram);
+  const std::string file = (dir / "l.csv").string();
+  expect_error({"simulate", "--lengths", file, "--seq-len", "512"}, kUsage, {"--seq-len", "--max-length"});
+  for (const char* flag : {"--padding", "--max-length"})
+    expect_error({"simulate", flag, std::string(flag) == "--padding" ? "packed" : "512"}, kUsage,
+                 {flag, "needs --lengths"});
+  expect_error({"recommend", "--group-by-length"}, kUsage, {"--group-by-length", "needs --lengths"});
+  expect_error({"simulate", "--lengths", file, "--padding", "shortest"}, kUsage, {"--padding", "multiple:N"});
+  expect_error({"simulate", "--lengths", file, "--padding", "multiple:0"}, kUsage, {"--padding"});
+  expect_error({"simulate", "--lengths", file, "--max-length", "0"}, kUsage, {"--max-length"});
+}
+
+}  // namespace
