@@ -36,7 +36,12 @@ constexpr double kExpandableVaryingShareBound = 0.0;
 constexpr int64_t kMaxSampledMicroBatches = 256;
 // Padding-free micro-batches larger than this take the mean length per row instead of drawing
 // every sequence (the sum of b draws is b x mean to well under a token per row).
-constexpr int64_t kMaxDrawnSequences = 4096;
+constexpr int64_t kMaxDrawnSequences = 256;
+// Sequence draws per split at most: a split of large accumulation (or a large padding-free
+// micro-batch) samples fewer steps, down to kMinSampledSteps, so that a batch of many divisors
+// stays fast.
+constexpr int64_t kMaxDrawsPerSplit = 100000;
+constexpr int64_t kMinSampledSteps = 64;
 
 double uniform(std::mt19937_64& g) { return static_cast<double>(g() >> 11) * 0x1.0p-53; }
 
@@ -183,13 +188,17 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     const RowSampler sampler(d, padding, b, o.group_by_length);
     const int64_t drawn = std::min(a, kMaxSampledMicroBatches);
     const double rest_scale = drawn > 1 ? static_cast<double>(a - 1) / static_cast<double>(drawn - 1) : 0;
+    const int64_t per_micro_batch =
+        padding.mode == model::PaddingMode::padding_free && b <= kMaxDrawnSequences ? b : 1;
+    const int64_t steps = std::min(o.sampled_steps,
+                                   std::max(kMinSampledSteps, kMaxDrawsPerSplit / (drawn * per_micro_batch)));
     const model::OptimizerTime& opt = cache.at(1).optimizer();
     std::vector<double> totals;
-    totals.reserve(static_cast<size_t>(o.sampled_steps));
+    totals.reserve(static_cast<size_t>(steps));
     double sum_total = 0, sum_low = 0, sum_high = 0, sum_host = 0, sum_device = 0;
     double mb_total = 0, mb_host = 0, mb_device = 0;
     int64_t mb_count = 0;
-    for (int64_t k = 0; k < o.sampled_steps; ++k) {
+    for (int64_t k = 0; k < steps; ++k) {
       double host = 0, device = 0, rest_host = 0, rest_device = 0;
       const model::CostModel* last = nullptr;
       for (int64_t i = 0; i < drawn; ++i) {
@@ -215,7 +224,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
       sum_host += host;
       sum_device += device;
     }
-    const double n = static_cast<double>(o.sampled_steps);
+    const double n = static_cast<double>(steps);
     LengthFigures f;
     s.step_time_s = sum_total / n;
     s.step_time_low_s = sum_low / n;

@@ -13,7 +13,9 @@ namespace lorasim::sim {
 struct LengthsOptions {
   /// HF's group_by_length: micro-batches of sequences of similar length (model/lengths.h).
   bool group_by_length = false;
-  int64_t sampled_steps = 2000;  ///< seeded optimizer steps drawn per split
+  /// Seeded optimizer steps drawn per split; fewer (down to 64) where a split's steps hold many
+  /// micro-batches, so that at most 100,000 sequences are drawn per split.
+  int64_t sampled_steps = 2000;
   uint64_t seed = 0;             ///< the same seed gives the same figures
 };
 
