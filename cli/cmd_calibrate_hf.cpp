@@ -149,9 +149,8 @@ int cmd_calibrate_hf(const Args& args) {
 
   const calib::FitReport fit = calib::fit_profile(rows, profile.hw, calib::FitMode::automatic);
   profile.hw = fit.hardware;
-  model::StackTerms& terms = profile.hw.hf_peft;
   calib::set_expected_errors(profile.hw, fit);
-  terms.source = "lorasim calibrate --stack hf-peft, " + utc_timestamp();
+  profile.hw.origin(model::StackKind::hf_peft).source = "lorasim calibrate --stack hf-peft, " + utc_timestamp();
   profile.calibration.set("hf_peft_date", utc_timestamp());
   profile.calibration.set("hf_peft_runs", static_cast<int64_t>(rows.size()));
   profile.calibration.set("hf_peft_duration_s", duration_s);

@@ -115,7 +115,7 @@ int cmd_fit(const Args& args) {
   calib::set_expected_errors(profile.hw, rep);
   if (rep.stack == model::StackKind::hf_peft) {
     // The GPU half and its provenance are the base's; the stack's terms are this fit's.
-    profile.hw.hf_peft.source = command;
+    profile.hw.origin(rep.stack).source = command;
   } else {
     profile.origin_source = command;
     profile.calibration = {};
