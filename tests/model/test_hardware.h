@@ -1,5 +1,7 @@
 // A synthetic device for unit tests, independent of the embedded profiles.
 #pragma once
+#include <string_view>
+
 #include "model/cost_model.h"
 #include "model/hardware.h"
 
@@ -44,5 +46,30 @@ namespace lorasim::testing {
 inline model::StackModel runner(const model::HardwareModel& hw) {
   return model::stack_model(hw, model::StackKind::lorasim);
 }
+
+}  // namespace lorasim::testing
+
+namespace lorasim::testing {
+
+/// A row's value as lorasim's runner reads it from `hw` (its prior when the runner stores none).
+inline double of(const model::Coefficient& c, const model::HardwareModel& hw) {
+  return hw.value(c, model::StackKind::lorasim);
+}
+inline double& of(const model::Coefficient& c, model::HardwareModel& hw) {
+  return hw.value(c, model::StackKind::lorasim);
+}
+/// Whether the runner stores the row in [time].
+inline bool in_time(const model::Coefficient& c) {
+  const model::StackEntry& e = c.in(model::StackKind::lorasim);
+  return c.owned_by(model::StackKind::lorasim) && std::string_view(e.section) == "time";
+}
+/// Every value the runner stores in `section` at its prior.
+inline void reset_section(model::HardwareModel& hw, std::string_view section) {
+  for (const model::Coefficient& c : model::coefficient_table())
+    if (c.owned_by(model::StackKind::lorasim) && c.in(model::StackKind::lorasim).section == section)
+      of(c, hw) = c.in(model::StackKind::lorasim).prior;
+}
+inline void reset_time(model::HardwareModel& hw) { reset_section(hw, "time"); }
+inline void reset_memory(model::HardwareModel& hw) { reset_section(hw, "memory"); }
 
 }  // namespace lorasim::testing
