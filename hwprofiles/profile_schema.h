@@ -25,7 +25,9 @@ struct NumberField {
   const model::StoredValue* stored;         ///< the table's values: the row and stack
 
   double& of(model::HardwareModel& hw) const {
-    return slot >= 0 ? hw.values[static_cast<size_t>(slot)] : *field(hw);
+    if (slot < 0) return *field(hw);
+    if (static_cast<size_t>(slot) >= hw.values.size()) model::complete_values(hw);
+    return hw.values[static_cast<size_t>(slot)];
   }
 };
 

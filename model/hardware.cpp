@@ -5,8 +5,11 @@
 
 namespace lorasim::model {
 
-HardwareModel::HardwareModel() {
-  for (const StoredValue& v : stored_values()) values.push_back(v.entry().prior);
+HardwareModel::HardwareModel() { complete_values(*this); }
+
+void complete_values(HardwareModel& hw) {
+  const std::vector<StoredValue>& stored = stored_values();
+  for (size_t i = hw.values.size(); i < stored.size(); ++i) hw.values.push_back(stored[i].entry().prior);
 }
 
 double HardwareModel::peak_tflops(Precision p) const {
@@ -34,7 +37,8 @@ double HardwareModel::value(const Coefficient& row, StackKind stack) const {
 
 double& HardwareModel::value(const Coefficient& row, StackKind stack) {
   const int slot = row.slot[stack_index(stack)];
-  if (slot < 0 || static_cast<size_t>(slot) >= values.size())
+  if (slot >= 0 && static_cast<size_t>(slot) >= values.size()) complete_values(*this);
+  if (slot < 0)
     throw ConfigError(std::string(row.name) + " is a fixed prior of the " + stack_name(stack) + " stack, not a value");
   return values[static_cast<size_t>(slot)];
 }

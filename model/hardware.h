@@ -59,6 +59,9 @@ struct HardwareModel {
   double peak_tflops(Precision p) const;
 };
 
+/// Appends the priors of rows added to the table since `hw` was built (model::add_coefficient).
+void complete_values(HardwareModel& hw);
+
 /// The table's values for `stack` on `hw`: what every equation of that stack reads.
 Coefficients resolve(const HardwareModel& hw, StackKind stack);
 /// Writes back the rows `stack` stores itself (Coefficient::owned_by) from `c`.
