@@ -116,8 +116,10 @@ const std::vector<StoredValue>& stored_values() { return table().stored; }
 void add_coefficient(const Coefficient& row) { table().add(row); }
 
 double sum_terms(Term term, const Features& f, const Coefficients& c, double rate_scale) {
+  // The lists, not the table: every prediction evaluates the sums per split.
+  static const std::vector<std::vector<const Coefficient*>>& by_term = table().by_term;
   double s = 0;
-  for (const Coefficient* k : table().by_term[static_cast<size_t>(term)]) s += k->term_value(f, c, rate_scale);
+  for (const Coefficient* k : by_term[static_cast<size_t>(term)]) s += k->term_value(f, c, rate_scale);
   return s;
 }
 
