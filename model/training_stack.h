@@ -17,6 +17,14 @@ class TrainingStack {
  public:
   virtual ~TrainingStack() = default;
   virtual StackKind kind() const = 0;
+  virtual const char* name() const = 0;  ///< "hf-peft", "lorasim"
+
+  /// The stack's options when none is given.
+  virtual StackSpec default_spec() const = 0;
+  /// Throws InputError for an option the stack does not have (the spec's own ranges are checked).
+  virtual void validate(const StackSpec& spec) const = 0;
+  /// "hf-peft (sdpa, dropout 0.05, autocast, default allocator)"
+  virtual std::string describe(const StackSpec& spec) const = 0;
 
   /// The regressors of one micro-batch of `w` (FLOPs are the model's; the rest the stack's).
   Features features(const Workload& w, int64_t micro_batch) const;

@@ -1,7 +1,17 @@
 // The hf-peft stack's notes; its counts are model/hf_analytics.cpp's.
 #include "model/stacks/hf_peft_stack.h"
 
+#include <cstdio>
+
 namespace lorasim::model {
+
+std::string HfPeftStack::describe(const StackSpec& spec) const {
+  char dropout[32];
+  std::snprintf(dropout, sizeof dropout, "%g", spec.lora_dropout);
+  return std::string(name()) + " (" + attn_impl_name(spec.attn_impl) + ", dropout " + dropout + ", " +
+         (spec.autocast ? "autocast" : "no autocast") + ", " + allocator_name(spec.allocator) + " allocator" +
+         (spec.fused_lm_head ? ", fused LM head" : "") + ")";
+}
 
 std::string HfPeftStack::prior_note(const std::string& device_name, const std::string& time_error) const {
   return "the hf-peft stack's terms of '" + device_name +

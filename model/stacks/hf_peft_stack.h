@@ -9,6 +9,10 @@ namespace lorasim::model {
 class HfPeftStack final : public TrainingStack {
  public:
   StackKind kind() const override { return StackKind::hf_peft; }
+  const char* name() const override { return "hf-peft"; }
+  StackSpec default_spec() const override { return StackSpec{}; }  // PEFT's and Trainer's defaults
+  void validate(const StackSpec&) const override {}                // every option is the stack's
+  std::string describe(const StackSpec& spec) const override;
   double memory_bound_bytes(const Workload& w, int64_t b) const override { return hf_memory_bound_bytes(w, b); }
   double loss_bytes(const Workload& w, int64_t b) const override { return hf_loss_bytes(w, b); }
   double host_ops(const Workload& w) const override { return hf_host_ops_per_micro_batch(w); }

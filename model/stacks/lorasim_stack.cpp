@@ -1,7 +1,30 @@
 // The runner's notes; its counts are model/analytics.cpp's.
 #include "model/stacks/lorasim_stack.h"
 
+#include "model/error.h"
+
 namespace lorasim::model {
+
+// What the runner is: no dropout, no autocast, SDPA where LibTorch has it, expandable segments.
+StackSpec LorasimStack::default_spec() const {
+  StackSpec s;
+  s.kind = StackKind::lorasim;
+  s.attn_impl = AttnImpl::sdpa;
+  s.lora_dropout = 0.0;
+  s.allocator = AllocatorMode::expandable;
+  s.autocast = false;
+  return s;
+}
+
+void LorasimStack::validate(const StackSpec& spec) const {
+  if (spec.lora_dropout != 0.0)
+    throw InputError("the lorasim stack has no LoRA dropout: use --stack hf-peft to model dropout");
+  if (spec.autocast) throw InputError("the lorasim stack runs without autocast: use --stack hf-peft to model autocast");
+  if (spec.fused_lm_head) throw InputError("the lorasim stack has no fused LM head: use --stack hf-peft to model TRL's");
+  if (spec.attn_impl != AttnImpl::sdpa)
+    throw InputError(std::string("the lorasim stack has one attention implementation (sdpa), not ") +
+                     attn_impl_name(spec.attn_impl) + ": use --stack hf-peft");
+}
 
 std::string LorasimStack::memory_note(const StackSpec&, bool asynchronous, const std::string&) const {
   if (!asynchronous) return "";

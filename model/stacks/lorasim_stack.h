@@ -8,6 +8,10 @@ namespace lorasim::model {
 class LorasimStack final : public TrainingStack {
  public:
   StackKind kind() const override { return StackKind::lorasim; }
+  const char* name() const override { return "lorasim"; }
+  StackSpec default_spec() const override;
+  void validate(const StackSpec& spec) const override;
+  std::string describe(const StackSpec&) const override { return std::string(name()) + " (LibTorch runner)"; }
   double memory_bound_bytes(const Workload& w, int64_t b) const override { return model::memory_bound_bytes(w, b); }
   double loss_bytes(const Workload& w, int64_t b) const override { return model::loss_bytes(w, b); }
   double host_ops(const Workload& w) const override { return host_ops_per_micro_batch(w); }
