@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calibrate/fit.h"
+#include "calibrate/fit_internal.h"
 #include "calibrate/hf_plan.h"
 #include "hwprofiles/builtin.h"
 #include "hwprofiles/profile.h"
@@ -251,6 +252,32 @@ TEST(FitStackTest, ThreeRowsOfOneWorkloadAnchorWithoutDegenerateTerms) {
   }
   EXPECT_LT(time_err / n, 0.08);
   EXPECT_LT(worst_memory_err, 0.03);
+}
+
+}  // namespace lorasim::calib
+
+namespace lorasim::calib {
+
+// The hf-peft fit's designs are the table's columns for that stack, by row: the host line, the
+// optimizer's host terms, the allocated peak and the allocator's slack.
+TEST(FitStackTest, StackDesignsAreTheTablesColumnsForTheStack) {
+  auto names = [](const detail::Columns& cols) {
+    std::vector<std::string> n;
+    for (const model::Coefficient* c : cols) n.emplace_back(c->name);
+    return n;
+  };
+  const model::StackKind hf = model::StackKind::hf_peft;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(detail::columns({model::Term::host}, hf)), (V{"host_fixed_s", "host_per_op_s"}));
+  EXPECT_EQ(names(detail::columns({model::Term::optimizer_host}, hf)), (V{"optimizer_fixed_s", "optimizer_per_tensor_s"}));
+  EXPECT_EQ(names(detail::columns({model::Term::allocated}, hf)), (V{"saved_scale", "logits_scale", "workspace_bytes"}));
+  EXPECT_EQ(names(detail::columns({model::Term::reserved, model::Term::reserved_slack}, hf)),
+            (V{"reserved_overhead_bytes", "reserved_activation_share", "reserved_logits_share"}));
+  // The device's rows are the runner's to fit: no hf-peft design has them.
+  EXPECT_TRUE(detail::columns({model::Term::device, model::Term::device_traffic, model::Term::device_kernels,
+                               model::Term::optimizer_device},
+                              hf)
+                  .empty());
 }
 
 }  // namespace lorasim::calib
