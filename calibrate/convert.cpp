@@ -1,6 +1,8 @@
 // Measured run -> measurement row, and a fit's residuals -> a profile's expected errors (convert.h).
 #include "calibrate/convert.h"
 
+#include "model/training_stack.h"
+
 #include <algorithm>
 
 namespace lorasim::calib {
