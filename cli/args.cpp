@@ -11,6 +11,7 @@
 #include "model/architecture.h"
 #include "model/error.h"
 #include "model/hf_config.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -61,7 +62,7 @@ model::StackSpec build_stack(const StackArgs& a) {
       throw InputError(std::string("--stack: ") + e.what());
     }
   }();
-  model::StackSpec s = kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  model::StackSpec s = model::training_stack(kind).default_spec();
   // Each option is checked against the stack as it is applied, so the error names its flag.
   auto apply = [&](const char* flag, const boost::optional<std::string>& text, const std::function<void()>& set) {
     if (!text) return;

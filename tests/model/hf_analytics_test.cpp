@@ -1,5 +1,5 @@
 // The hf-peft stack's saved-tensor counts against docs/hf-stack-memory.md, which were measured to
-// the byte (python/lorasim_hf/saved_tensors.py): the table's figures and the micro-batch totals.
+// the byte (tests/python/test_saved_tensors.py): the table's figures and the micro-batch totals.
 #include "model/hf_analytics.h"
 
 #include <gtest/gtest.h>
