@@ -12,16 +12,10 @@
 #include "model/error.h"
 #include "model/hf_config.h"
 #include "model/training_stack.h"
+#include "cli/format.h"
 
 namespace lorasim::cli {
 namespace {
-
-/// "0.9", not std::to_string's "0.900000".
-std::string shortest(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 }  // namespace
 
