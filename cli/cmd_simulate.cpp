@@ -121,7 +121,8 @@ void print_header(const sim::Request& req, const hw::Profile& p, const sim::Resu
 
 void print_recommendation(const sim::Request& req, const sim::Result& r) {
   if (!r.recommended) {
-    std::cout << "recommended: none (no split fits)\n";
+    std::cout << "recommended: none (no split fits: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
+                 "or a GPU with more memory)\n";
     return;
   }
   const sim::Split& best = r.splits[*r.recommended];

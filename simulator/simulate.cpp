@@ -156,8 +156,8 @@ Result simulate(const Request& r) {
     note(stack.host_bound_note(percent(c.host_spread)));
   if (!out.recommended)
     out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
-                        " usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
-                        "or a GPU with more memory");
+                        " usable: gradient checkpointing, a shorter sequence length, a smaller LoRA rank "
+                        "or a GPU with more memory lower what a split needs");
   return out;
 }
 
