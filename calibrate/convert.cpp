@@ -1,6 +1,8 @@
 // Measured run -> measurement row, and a fit's residuals -> a profile's expected errors (convert.h).
 #include "calibrate/convert.h"
 
+#include "model/training_stack.h"
+
 #include <algorithm>
 
 namespace lorasim::calib {
@@ -27,15 +29,16 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
 void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {
   const double time = std::max(kMinExpectedTimeError, 2 * fit.time_rms_rel);
   const double memory = std::max(kMinExpectedMemoryError, 2 * fit.reserved_rms_rel);
-  if (fit.stack == model::StackKind::hf_peft) {  // the stack's terms were fitted, not the GPU's
+  if (!model::training_stack(fit.stack).calibrates_device()) {  // the stack's rows were fitted, not the GPU's
     // A few runs refining a base cannot show the errors elsewhere: keep the base's when larger.
-    model::StackTerms& t = hw.hf_peft;
-    t.expected_time_error = fit.anchored ? std::max(t.expected_time_error, time) : time;
-    t.expected_memory_error = fit.anchored ? std::max(t.expected_memory_error, memory) : memory;
+    double& t = hw.value("expected_time_error", fit.stack);
+    double& m = hw.value("expected_memory_error", fit.stack);
+    t = fit.anchored ? std::max(t, time) : time;
+    m = fit.anchored ? std::max(m, memory) : memory;
     return;
   }
-  hw.expected_time_error = time;
-  hw.expected_memory_error = memory;
+  hw.value("expected_time_error") = time;
+  hw.value("expected_memory_error") = memory;
 }
 
 }  // namespace lorasim::calib

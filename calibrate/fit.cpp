@@ -12,34 +12,40 @@
 #include "calibrate/nnls.h"
 #include "model/cost_model.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::calib {
 namespace detail {
 
-Columns columns(std::initializer_list<model::Term> terms) {
+Columns columns(std::initializer_list<model::Term> terms, model::StackKind stack) {
   Columns cols;
   for (const model::Coefficient& c : model::coefficient_table())
-    if (c.fit == model::Fit::linear && std::find(terms.begin(), terms.end(), c.term) != terms.end())
+    if (c.field && c.in(stack).fit == model::Fit::linear && std::find(terms.begin(), terms.end(), c.term) != terms.end())
       cols.push_back(&c);
   return cols;
 }
 
-model::HardwareModel linear_basis(const model::HardwareModel& hw) {
-  model::HardwareModel basis = hw;
-  for (const model::Coefficient& c : model::coefficient_table()) {
-    if (c.fit == model::Fit::own) c.of(basis) = c.prior;
-    if (c.form == model::Form::ratio) c.of(basis) = 0;
+model::Coefficients linear_basis(const model::Coefficients& c, model::StackKind stack) {
+  model::Coefficients basis = c;
+  for (const model::Coefficient& k : model::coefficient_table()) {
+    if (!k.field) continue;
+    if (k.in(stack).fit == model::Fit::own) k.of(basis) = k.in(stack).prior;
+    if (k.form == model::Form::ratio) k.of(basis) = 0;
   }
   return basis;
 }
 
-Eigen::VectorXd regressors(const Columns& cols, const model::Features& f, const model::HardwareModel& basis) {
+Eigen::VectorXd regressors(const Columns& cols, const model::Features& f, const model::Coefficients& basis) {
   Eigen::VectorXd x(static_cast<Eigen::Index>(cols.size()));
   for (size_t k = 0; k < cols.size(); ++k) x(static_cast<Eigen::Index>(k)) = cols[k]->feature(f, basis);
   return x;
 }
 
-void set_from_theta(const Columns& cols, const Eigen::VectorXd& theta, model::HardwareModel& hw) {
+// Rates above this are written as kNoCostRate: a term that small is no cost, and the profile's
+// range (hwprofiles/) refuses rates beyond it.
+constexpr double kMaxFittedRate = 1e3 * model::kNoCostRate;
+
+void set_from_theta(const Columns& cols, const Eigen::VectorXd& theta, model::Coefficients& v) {
   auto theta_of = [&](const char* name) {
     for (size_t k = 0; k < cols.size(); ++k)
       if (std::string_view(cols[k]->name) == name) return theta(static_cast<Eigen::Index>(k));
@@ -49,14 +55,18 @@ void set_from_theta(const Columns& cols, const Eigen::VectorXd& theta, model::Ha
     const model::Coefficient& c = *cols[k];
     const double t = theta(static_cast<Eigen::Index>(k));
     switch (c.form) {
-      case model::Form::linear: c.of(hw) = t; break;
-      case model::Form::rate: c.of(hw) = t > 0 ? 1.0 / (t * c.unit) : model::kNoCostRate; break;
+      case model::Form::linear: c.of(v) = t; break;
+      case model::Form::rate: {
+        const double r = t > 0 ? 1.0 / (t * c.unit) : model::kNoCostRate;
+        c.of(v) = r <= kMaxFittedRate ? r : model::kNoCostRate;
+        break;
+      }
       case model::Form::ratio: {
         // theta = value * theta of the base; with no base cost visible (its rate at
         // kNoCostRate), the value carries the whole term: a fixed cost per GEMM.
         const model::Coefficient& base = *model::find_coefficient(c.base);
         const double tb = theta_of(c.base);
-        c.of(hw) = tb > 0 ? t / tb : t > 0 ? t * (model::kNoCostRate * base.unit) : 0;
+        c.of(v) = tb > 0 ? t / tb : t > 0 ? t * (model::kNoCostRate * base.unit) : 0;
         break;
       }
     }
@@ -91,8 +101,8 @@ constexpr double kMovedTolerance = 1e-9;
 // whatever accumulation) pin the prediction of that configuration and nothing else: every
 // coefficient could trade against every other, and a fit would report 0% error and then
 // extrapolate anywhere.
-void require_two_configurations(const std::vector<detail::Row>& rows, const model::HardwareModel& base) {
-  const model::HardwareModel basis = detail::linear_basis(base);
+void require_two_configurations(const std::vector<detail::Row>& rows, const model::StackModel& base) {
+  const model::Coefficients basis = detail::linear_basis(base.c, base.stack);
   for (const detail::Row& r : rows)
     for (const model::Coefficient& c : model::coefficient_table())
       if (c.feature && c.feature(r.f, basis) != c.feature(rows.front().f, basis)) return;
@@ -149,39 +159,40 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
     throw CalibrationError("only " + std::to_string(rows.size()) + " usable measurements (at least " +
                            std::to_string(detail::kMinRows) +
                            " without out-of-memory are needed to fit a profile)");
-  require_two_configurations(rows, base);
+  const model::StackKind stack = detail::stack_of(rows);
+  model::StackModel view = model::stack_model(base, stack);
+  require_two_configurations(rows, view);
   FitReport rep;
-  rep.hardware = base;
-  if (detail::is_stack_fit(rows)) {
-    // The rows are of the hf-peft stack: they refine its terms; the GPU half stays the base's.
-    const model::HardwareModel before = detail::stack_view(base);
-    model::HardwareModel view = before;
+  rep.stack = stack;
+  if (!model::training_stack(stack).calibrates_device()) {
+    // The rows refine the stack's own rows; the device's stay the base's.
     rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !detail::identifies_stack(rows));
     if (rep.anchored)
       detail::fit_anchored(rows, view, rep.scales);
     else
       detail::fit_stack_full(rows, view);
-    rep.stack = model::StackKind::hf_peft;
-    rep.hardware.hf_peft = detail::stack_terms_of(view, before, base.hf_peft);
-    for (const model::StackTerm& t : model::stack_term_table()) {
-      const double b = base.hf_peft.*t.field, a = rep.hardware.hf_peft.*t.field;
-      if (std::fabs(a - b) > kMovedTolerance * std::max(std::fabs(a), std::fabs(b)))
-        rep.moved.push_back({std::string("stack.hf-peft.") + t.name, b, a});
-    }
   } else if ((rep.anchored = mode == FitMode::anchored ||
                              (mode == FitMode::automatic && !identifies_full_model(usable)))) {
-    detail::fit_anchored(rows, rep.hardware, rep.scales);
+    detail::fit_anchored(rows, view, rep.scales);
   } else {
-    detail::fit_time(rows, rep.hardware);
-    detail::fit_memory(rows, rep.hardware);
+    detail::fit_time(rows, view);
+    detail::fit_memory(rows, view);
   }
-  // A stack's fit leaves the GPU half as the base had it, calibrated or a prior.
-  if (!detail::is_stack_fit(rows)) rep.hardware.calibrated = true;
+  rep.hardware = base;
+  model::store(view.c, stack, rep.hardware);
+  // A stack's own fit leaves the device's rows and their provenance as the base had them.
+  if (model::training_stack(stack).calibrates_device())
+    rep.hardware.calibrated = true;
+  else
+    rep.hardware.origin(stack).calibrated = true;
   // A scale fitted to 1 within rounding moved nothing.
-  for (const model::Coefficient& c : model::coefficient_table()) {
-    const double before = c.of(base), after = c.of(rep.hardware);
+  for (size_t i = 0; i < model::stored_values().size(); ++i) {
+    const model::StoredValue& v = model::stored_values()[i];
+    const double before = base.values[i], after = rep.hardware.values[i];
+    const std::string section = v.entry().section;
+    const std::string name = section.rfind("stack.", 0) == 0 ? section + "." + v.row->name : v.row->name;
     if (std::fabs(after - before) > kMovedTolerance * std::max(std::fabs(before), std::fabs(after)))
-      rep.moved.push_back({c.name, before, after});
+      rep.moved.push_back({name, before, after});
   }
 
   rep.residuals = residuals(usable, rep.hardware);

@@ -30,8 +30,7 @@ struct TimeFit {
   bool sum;
 
   double predict(const StepParts& p, double kh, double kd) const {
-    const double h = kh * p.host, d = kd * p.device;
-    return sum ? h + d : std::max(h, d) + p.coupling * std::min(h, d);
+    return model::combine(kh * p.host, kd * p.device, p.coupling, sum ? model::Overlap::sum : model::Overlap::max);
   }
   double error(double kh, double kd) const {
     double e = 0;
@@ -142,23 +141,38 @@ double conditioning(Eigen::MatrixXd A) {
   return s(s.size() - 1) / s(0);
 }
 
-void scale_time_groups(double kh, double kd, model::HardwareModel& hw) {
+bool time_term(Term t) {
+  return t == Term::host || t == Term::optimizer_host || t == Term::device || t == Term::device_traffic ||
+         t == Term::device_kernels || t == Term::optimizer_device;
+}
+
+void scale_time_groups(double kh, double kd, model::StackModel& m) {
+  bool device_shared = false;  // the stack reads the device's rows and may not move them
   for (const model::Coefficient& c : model::coefficient_table()) {
-    if (!c.time || c.form == model::Form::ratio) continue;  // a ratio scales with its base
+    if (!c.field || !time_term(c.term) || c.form == model::Form::ratio) continue;  // a ratio scales with its base
     const bool host = c.term == Term::host || c.term == Term::optimizer_host;
-    const bool device = c.term == Term::device || c.term == Term::device_traffic ||
-                        c.term == Term::device_kernels || c.term == Term::optimizer_device;
-    const double k = host ? kh : device ? kd : 1;
+    const double k = host ? kh : kd;
     if (k == 1) continue;
-    c.of(hw) = c.form == model::Form::rate ? c.of(hw) / k : c.of(hw) * k;
+    if (!c.owned_by(m.stack)) {
+      device_shared = device_shared || !host;
+      continue;
+    }
+    c.of(m.c) = c.form == model::Form::rate ? c.of(m.c) / k : c.of(m.c) * k;
+  }
+  if (device_shared) {
+    // The stack carries the device's speed in its device scales, by the ratio the GEMM rate
+    // would have moved by (the figures of the fits that scaled the rates and then folded them).
+    const double g = m.c.gemm_tflops, rate = g / (g / kd);
+    m.c.device_scale *= rate;
+    m.c.head_device_scale *= rate;
   }
 }
 
-void fit_time_scales(const std::vector<Row>& rows, model::HardwareModel& hw, std::vector<GroupScale>& report) {
+void fit_time_scales(const std::vector<Row>& rows, model::StackModel& hw, std::vector<GroupScale>& report) {
   std::vector<StepParts> parts;
   for (const Row& r : rows) {
     const model::StepTime s = model::CostModel(r.m->workload, hw).step(r.m->micro_batch, r.m->accumulation);
-    parts.push_back({s.host_s, s.device_s, hw.time.overlap_loss * model::overlap_share(r.f.host_ops, hw.time),
+    parts.push_back({s.host_s, s.device_s, model::overlap_coupling(r.f.host_ops, hw.c),
                      r.m->step_time_s});
   }
   const TimeFit tf{parts, hw.overlap == model::Overlap::sum};
@@ -237,8 +251,8 @@ bool solve_scales(const std::vector<Eigen::VectorXd>& cols, const Eigen::VectorX
 // the groups that move keep the base's value, so their base terms leave the target.
 template <class Contribution>
 void fit_memory_groups(const std::vector<std::vector<Group>>& partitions, size_t n, const Eigen::VectorXd& target,
-                       const Eigen::VectorXd& weight, Contribution contribution, model::HardwareModel& hw,
-                       const model::HardwareModel& base, std::vector<GroupScale>& report) {
+                       const Eigen::VectorXd& weight, Contribution contribution, model::StackModel& hw,
+                       const model::StackModel& base, std::vector<GroupScale>& report) {
   auto column = [&](const std::vector<const model::Coefficient*>& members) {
     Eigen::VectorXd col = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(n));
     for (const model::Coefficient* c : members)
@@ -272,7 +286,7 @@ void fit_memory_groups(const std::vector<std::vector<Group>>& partitions, size_t
     if (!solve_scales(cols, rhs, weight, s)) continue;
     for (size_t j = 0; j < used.size(); ++j) {
       const double k = s(static_cast<Eigen::Index>(j));
-      for (const model::Coefficient* c : used[j]->members) c->of(hw) = c->of(base) * k;
+      for (const model::Coefficient* c : used[j]->members) c->of(hw.c) = c->of(base.c) * k;
       report.push_back({used[j]->name, k, true, "rows where the " + used[j]->name + " term is large"});
     }
     moved = members;
@@ -290,8 +304,8 @@ void fit_memory_groups(const std::vector<std::vector<Group>>& partitions, size_t
 
 const model::Coefficient* coef(const char* name) { return model::find_coefficient(name); }
 
-void fit_memory_scales(const std::vector<Row>& rows, model::HardwareModel& hw, std::vector<GroupScale>& report) {
-  const model::HardwareModel base = hw;
+void fit_memory_scales(const std::vector<Row>& rows, model::StackModel& hw, std::vector<GroupScale>& report) {
+  const model::StackModel base = hw;
   std::vector<const Row*> used;
   std::vector<double> alloc;
   for (const Row& r : rows) {
@@ -317,12 +331,12 @@ void fit_memory_scales(const std::vector<Row>& rows, model::HardwareModel& hw, s
     // Which side of a checkpointed peak applies depends on the scales: fit, re-pick, refit.
     std::vector<GroupScale> groups;
     for (int iter = 0; iter < kMemorySideIterations; ++iter) {
-      const model::HardwareModel sides = hw;
+      const model::StackModel sides = hw;
       hw = base;
       groups.clear();
       fit_memory_groups(
           allocated, n, target, weight,
-          [&](const model::Coefficient& c, size_t i) { return c.of(base) * c.feature(used[i]->f, sides); }, hw, base,
+          [&](const model::Coefficient& c, size_t i) { return c.of(base.c) * c.feature(used[i]->f, sides.c); }, hw, base,
           groups);
     }
     report.insert(report.end(), groups.begin(), groups.end());
@@ -343,25 +357,25 @@ void fit_memory_scales(const std::vector<Row>& rows, model::HardwareModel& hw, s
   }
   Eigen::VectorXd target(static_cast<Eigen::Index>(both.size()));
   for (size_t i = 0; i < both.size(); ++i) {
-    // A stack's own slack terms (model/stack_terms.h) are not the reserved line's: off the target.
+    // A stack's own slack rows are not the reserved line's: off the target.
     const Row& r = *both[i];
-    const double stack_slack = base.reserved_logits_share * r.f.logits_buffer_bytes +
-                               base.reserved_activation_share * (r.m->peak_allocated_bytes - r.f.static_bytes);
-    target(static_cast<Eigen::Index>(i)) = r.m->peak_reserved_bytes - stack_slack;
+    model::Features f = r.f;
+    f.allocated_bytes = r.m->peak_allocated_bytes;
+    target(static_cast<Eigen::Index>(i)) = r.m->peak_reserved_bytes - model::sum_terms(Term::reserved_slack, f, base.c);
   }
   fit_memory_groups(
       reserved, both.size(), target, target,
       [&](const model::Coefficient& c, size_t i) {
         model::Features f = both[i]->f;
         f.allocated_bytes = both[i]->m->peak_allocated_bytes;
-        return c.of(base) * c.feature(f, base);
+        return c.of(base.c) * c.feature(f, base.c);
       },
       hw, base, report);
 }
 
 }  // namespace
 
-void fit_anchored(const std::vector<Row>& rows, model::HardwareModel& hw, std::vector<GroupScale>& report) {
+void fit_anchored(const std::vector<Row>& rows, model::StackModel& hw, std::vector<GroupScale>& report) {
   fit_time_scales(rows, hw, report);
   fit_memory_scales(rows, hw, report);
 }

@@ -8,6 +8,7 @@
 #include "calibrate/fit.h"
 #include "calibrate/measurement.h"
 #include "model/coefficients.h"
+#include "model/cost_model.h"
 #include "model/hardware.h"
 
 namespace lorasim::calib::detail {
@@ -75,49 +76,46 @@ struct Row {
   }
 };
 
-/// A design matrix's columns: the coefficients of `terms` that the linear fit moves, in
+/// A design matrix's columns: the coefficients of `terms` that `stack`'s linear fit moves, in
 /// table order.
 using Columns = std::vector<const model::Coefficient*>;
-Columns columns(std::initializer_list<model::Term> terms);
+Columns columns(std::initializer_list<model::Term> terms, model::StackKind stack);
 
-/// `hw` as the linear fit sees it: coefficients fitted by their own step at their priors and
+/// `c` as the linear fit sees it: coefficients fitted by their own step at their priors and
 /// Form::ratio ones at 0 (their own column carries that part of the term), so that every
 /// feature is a plain regressor.
-model::HardwareModel linear_basis(const model::HardwareModel& hw);
+model::Coefficients linear_basis(const model::Coefficients& c, model::StackKind stack);
 
 /// One row of a design: each column's feature at `basis` (from linear_basis).
-Eigen::VectorXd regressors(const Columns& cols, const model::Features& f, const model::HardwareModel& basis);
+Eigen::VectorXd regressors(const Columns& cols, const model::Features& f, const model::Coefficients& basis);
 
 /// Sets each column's coefficient from its fitted theta (model::Form says how).
-void set_from_theta(const Columns& cols, const Eigen::VectorXd& theta, model::HardwareModel& hw);
+void set_from_theta(const Columns& cols, const Eigen::VectorXd& theta, model::Coefficients& c);
 
 /// Whole-step regressors of the time columns: `a` micro-batches (a - 1 of them accumulating)
 /// and the optimizer. `host`, `device`: which sides count (a host-bound step shows only the
 /// host's, a synchronous device both).
-Eigen::VectorXd step_regressors(const Columns& cols, const Row& r, const model::HardwareModel& basis, bool host,
+Eigen::VectorXd step_regressors(const Columns& cols, const Row& r, const model::Coefficients& basis, bool host,
                                 bool device);
 
 /// Weighted NNLS: rows scaled by 1/y so that residuals are relative.
 Eigen::VectorXd fit_relative(const std::vector<Eigen::VectorXd>& x, const std::vector<double>& y);
 double median(std::vector<double> v);
 
-void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw);
-void fit_memory(const std::vector<Row>& rows, model::HardwareModel& hw);
-/// Scales groups of `hw`'s coefficients (the base) to the rows; appends every group to `report`.
-void fit_anchored(const std::vector<Row>& rows, model::HardwareModel& hw, std::vector<GroupScale>& report);
+// Each fit moves the values of the view `m` (the base resolved for the rows' stack); fit_profile
+// stores back the rows the stack owns.
+void fit_time(const std::vector<Row>& rows, model::StackModel& m);
+void fit_memory(const std::vector<Row>& rows, model::StackModel& m);
+/// Scales groups of `m`'s coefficients (the base) to the rows; appends every group to `report`.
+void fit_anchored(const std::vector<Row>& rows, model::StackModel& m, std::vector<GroupScale>& report);
 
-// ---- the hf-peft stack (fit_stack.cpp) ----
-/// True when every row is of the hf-peft stack, false when none is; throws for a mix.
-bool is_stack_fit(const std::vector<Row>& rows);
-/// Whether the rows identify every stack term (the calibration plan's rows do).
+// ---- a stack's own rows (fit_stack.cpp) ----
+/// The stack every row is of; throws for a mix.
+model::StackKind stack_of(const std::vector<Row>& rows);
+/// Whether the rows identify every row of a stack's own (the calibration plan's rows do).
 bool identifies_stack(const std::vector<Row>& rows);
-/// `base` with the hf-peft terms in place of the runner's (model::for_stack), as a fit sees it.
-model::HardwareModel stack_view(const model::HardwareModel& base);
-/// Fits the stack's host line, recompute share, device scale, optimizer host terms, memory
-/// multipliers and reserved line on the view.
-void fit_stack_full(const std::vector<Row>& rows, model::HardwareModel& view);
-/// The stack terms a fitted view stands for (`view_before`: the view before the fit).
-model::StackTerms stack_terms_of(const model::HardwareModel& view, const model::HardwareModel& view_before,
-                                 const model::StackTerms& before);
+/// Fits the stack's host line, recompute share, device scales, optimizer host terms, memory
+/// multipliers and allocator slack on the view (the base resolved for the stack).
+void fit_stack_full(const std::vector<Row>& rows, model::StackModel& view);
 
 }  // namespace lorasim::calib::detail

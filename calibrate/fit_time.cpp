@@ -13,29 +13,14 @@ namespace {
 
 using model::Term;
 
-const Columns& host_columns() {
-  static const Columns c = columns({Term::host});
-  return c;
-}
-const Columns& device_columns() {
-  static const Columns c = columns({Term::device, Term::device_traffic, Term::device_kernels});
-  return c;
-}
-const Columns& optimizer_host_columns() {
-  static const Columns c = columns({Term::optimizer_host});
-  return c;
-}
-const Columns& optimizer_device_columns() {
-  static const Columns c = columns({Term::optimizer_device});
-  return c;
-}
-const Columns& step_columns() {
-  static const Columns c = columns({Term::host, Term::device, Term::device_traffic, Term::device_kernels,
-                                    Term::optimizer_host, Term::optimizer_device});
-  return c;
-}
+Columns host_columns(model::StackKind s) { return columns({Term::host}, s); }
+Columns device_columns(model::StackKind s) { return columns({Term::device, Term::device_traffic, Term::device_kernels}, s); }
+Columns optimizer_host_columns(model::StackKind s) { return columns({Term::optimizer_host}, s); }
+Columns optimizer_device_columns(model::StackKind s) { return columns({Term::optimizer_device}, s); }
+Columns step_columns(model::StackKind s) { return columns({Term::host, Term::device, Term::device_traffic, Term::device_kernels,
+                                    Term::optimizer_host, Term::optimizer_device}, s); }
 
-double step_error(const std::vector<Row>& rows, const model::HardwareModel& hw) {
+double step_error(const std::vector<Row>& rows, const model::StackModel& hw) {
   double e = 0;
   for (const Row& r : rows) {
     const double t = model::CostModel(r.m->workload, hw).step_time_s(r.m->micro_batch, r.m->accumulation);
@@ -44,7 +29,7 @@ double step_error(const std::vector<Row>& rows, const model::HardwareModel& hw) 
   return e;
 }
 
-bool step_is_host_bound(const Row& r, const model::HardwareModel& hw) {
+bool step_is_host_bound(const Row& r, const model::StackModel& hw) {
   return model::CostModel(r.m->workload, hw).step(r.m->micro_batch, r.m->accumulation).host_bound;
 }
 
@@ -52,24 +37,25 @@ bool step_is_host_bound(const Row& r, const model::HardwareModel& hw) {
 // framework logs only step times). Synchronous devices are linear. With overlap = max the
 // model is piecewise linear: each row is assigned to the host- or device-bound regime, the
 // linear problem is solved, rows are reassigned, until stable.
-void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
+void fit_joint(const std::vector<Row>& rows, model::StackModel& hw) {
   // Step times alone cannot separate the coefficients fitted by their own steps; they keep
   // their priors, the values at which they change nothing.
   for (const model::Coefficient& c : model::coefficient_table())
-    if (c.time && c.fit == model::Fit::own) c.of(hw) = c.prior;
+    if (c.field && c.in(hw.stack).fit == model::Fit::own && c.term != Term::allocated && c.term != Term::reserved)
+      c.of(hw.c) = c.in(hw.stack).prior;
   enum Regime { host_bound, device_bound, both };
   std::vector<Eigen::VectorXd> x;
   std::vector<double> y;
   auto solve = [&](const std::vector<Regime>& regime) {
     x.clear();
     y.clear();
-    const model::HardwareModel basis = linear_basis(hw);
+    const model::Coefficients basis = linear_basis(hw.c, hw.stack);
     for (size_t i = 0; i < rows.size(); ++i) {
-      x.push_back(step_regressors(step_columns(), rows[i], basis, regime[i] != device_bound,
+      x.push_back(step_regressors(step_columns(hw.stack), rows[i], basis, regime[i] != device_bound,
                                   regime[i] != host_bound));
       y.push_back(rows[i].m->step_time_s);
     }
-    set_from_theta(step_columns(), fit_relative(x, y), hw);
+    set_from_theta(step_columns(hw.stack), fit_relative(x, y), hw.c);
   };
   if (hw.overlap == model::Overlap::sum) {
     solve(std::vector<Regime>(rows.size(), both));
@@ -77,7 +63,7 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
   }
   // Start from two assignments (all device-bound; smallest micro-batches host-bound) and
   // keep the better converged fit.
-  model::HardwareModel best = hw;
+  model::StackModel best = hw;
   double best_err = INFINITY;
   for (int start = 0; start < 2; ++start) {
     std::vector<Regime> regime(rows.size(), device_bound);
@@ -104,8 +90,8 @@ void fit_joint(const std::vector<Row>& rows, model::HardwareModel& hw) {
 // micro-batch outgrows the launch queue: the measured steady-state micro-batch time is
 // t = max(H, D) + k * share(ops) * min(H, D), linear in k. Only rows with more operators
 // than the queue holds (the deep group) carry information about k.
-void fit_overlap_loss(const std::vector<Row>& rows, model::HardwareModel& hw) {
-  hw.time.overlap_loss = 0;
+void fit_overlap_loss(const std::vector<Row>& rows, model::StackModel& hw) {
+  hw.c.overlap_loss = 0;
   double num = 0, den = 0;
   for (const Row& r : rows) {
     if (!measured(r.m->micro_batch_time_s)) continue;
@@ -114,38 +100,38 @@ void fit_overlap_loss(const std::vector<Row>& rows, model::HardwareModel& hw) {
     const auto t1 = model::micro_batch_time(r.f, hw, r.m->workload.train.precision);
     const auto t2 = model::micro_batch_time(acc, hw, r.m->workload.train.precision);
     const double base = (1 - share) * t1.total_s + share * t2.total_s;  // k = 0
-    const double slope = (1 - share) * model::overlap_share(r.f.host_ops, hw.time) * std::min(t1.host_s, t1.device_s) +
-                         share * model::overlap_share(acc.host_ops, hw.time) * std::min(t2.host_s, t2.device_s);
+    const double slope = (1 - share) * model::overlap_share(r.f.host_ops, hw.c) * std::min(t1.host_s, t1.device_s) +
+                         share * model::overlap_share(acc.host_ops, hw.c) * std::min(t2.host_s, t2.device_s);
     const double w = 1.0 / (r.m->micro_batch_time_s * r.m->micro_batch_time_s);
     num += w * slope * (r.m->micro_batch_time_s - base);
     den += w * slope * slope;
   }
-  if (den > 0) hw.time.overlap_loss = std::clamp(num / den, 0.0, 1.0);
+  if (den > 0) hw.c.overlap_loss = std::clamp(num / den, 0.0, 1.0);
 }
 
 // The runner's optimizer time is what the device shows: the dispatch when the step was
 // host-bound (the device waited), the kernels when it was device-bound (dispatch hidden).
 // Which one a row shows depends on the optimizer's own cost, so classify with the current
 // coefficients, fit, and repeat until the classification is stable.
-void fit_optimizer(const std::vector<Row>& rows, model::HardwareModel& hw) {
+void fit_optimizer(const std::vector<Row>& rows, model::StackModel& hw) {
   std::vector<int> regime;
   for (int iter = 0; iter < kOptimizerIterations; ++iter) {
     std::vector<int> next;
     std::vector<Eigen::VectorXd> hx, dx;
     std::vector<double> hy, dy;
-    const model::HardwareModel basis = linear_basis(hw);
+    const model::Coefficients basis = linear_basis(hw.c, hw.stack);
     for (const Row& r : rows) {
       if (!measured(r.m->optimizer_time_s)) continue;
       const bool host_bound = step_is_host_bound(r, hw);
       next.push_back(host_bound);
-      const Columns& cols = host_bound ? optimizer_host_columns() : optimizer_device_columns();
+      const Columns& cols = host_bound ? optimizer_host_columns(hw.stack) : optimizer_device_columns(hw.stack);
       (host_bound ? hx : dx).push_back(regressors(cols, r.f, basis));
       (host_bound ? hy : dy).push_back(r.m->optimizer_time_s);
     }
     if (next == regime) return;
     regime = next;
-    if (hy.size() >= 2) set_from_theta(optimizer_host_columns(), fit_relative(hx, hy), hw);
-    if (dy.size() >= 2) set_from_theta(optimizer_device_columns(), fit_relative(dx, dy), hw);
+    if (hy.size() >= 2) set_from_theta(optimizer_host_columns(hw.stack), fit_relative(hx, hy), hw.c);
+    if (dy.size() >= 2) set_from_theta(optimizer_device_columns(hw.stack), fit_relative(dx, dy), hw.c);
   }
 }
 
@@ -155,7 +141,7 @@ void fit_optimizer(const std::vector<Row>& rows, model::HardwareModel& hw) {
 // each depth weighing the same, which gives the deep runs their full lever arm for the
 // extrapolation to a full-depth model. Deep runs (no split) count where they are clearly
 // host-bound: their steady-state micro-batch time is then the host time.
-void fit_host_by_depth(const std::vector<Row>& rows, model::HardwareModel& hw) {
+void fit_host_by_depth(const std::vector<Row>& rows, model::StackModel& hw) {
   std::map<long long, std::vector<double>> by_ops;
   for (const Row& r : rows) {
     if (r.f.recompute_ops > 0) continue;  // checkpointing: its own share, fitted below
@@ -176,25 +162,25 @@ void fit_host_by_depth(const std::vector<Row>& rows, model::HardwareModel& hw) {
   if (by_ops.size() < 2) return;
   // Absolute, not relative, errors here: the deepest point must weigh most, since full
   // models lie beyond it.
-  const model::HardwareModel basis = linear_basis(hw);
-  Eigen::MatrixXd A(static_cast<Eigen::Index>(by_ops.size()), static_cast<Eigen::Index>(host_columns().size()));
+  const model::Coefficients basis = linear_basis(hw.c, hw.stack);
+  Eigen::MatrixXd A(static_cast<Eigen::Index>(by_ops.size()), static_cast<Eigen::Index>(host_columns(hw.stack).size()));
   Eigen::VectorXd b(A.rows());
   Eigen::Index i = 0;
   for (const auto& [ops, times] : by_ops) {
     model::Features f;  // a micro-batch of `ops` ordinary operators: all the host line sees
     f.host_ops = static_cast<double>(ops);
-    A.row(i) = regressors(host_columns(), f, basis).transpose();
+    A.row(i) = regressors(host_columns(hw.stack), f, basis).transpose();
     b(i++) = median(times);
   }
-  set_from_theta(host_columns(), nnls(A, b), hw);
+  set_from_theta(host_columns(hw.stack), nnls(A, b), hw.c);
 }
 
 // The host time of a checkpointed micro-batch, t = fixed + per_op * (ops - (1 - k) * recompute),
 // with the line above known, gives the host share k of the recomputing forward: its
 // operators run without autograd recording, so they cost less than ordinary ones. Rows
 // count where the host time shows: measured apart, or clearly host-bound.
-void fit_recompute_host_share(const std::vector<Row>& rows, model::HardwareModel& hw) {
-  const model::TimeCoefficients& c = hw.time;
+void fit_recompute_host_share(const std::vector<Row>& rows, model::StackModel& hw) {
+  const model::Coefficients& c = hw.c;
   std::vector<double> shares;
   for (const Row& r : rows) {
     if (r.f.recompute_ops <= 0 || c.host_per_op_s <= 0) continue;
@@ -215,12 +201,12 @@ void fit_recompute_host_share(const std::vector<Row>& rows, model::HardwareModel
     shares.push_back((host - c.host_fixed_s - c.host_per_op_s * ops) / (c.host_per_op_s * r.f.recompute_ops));
   }
   if (shares.empty()) return;
-  hw.time.recompute_host_share = std::clamp(median(shares), 0.0, kMaxRecomputeHostShare);
+  hw.c.recompute_host_share = std::clamp(median(shares), 0.0, kMaxRecomputeHostShare);
 }
 
 }  // namespace
 
-Eigen::VectorXd step_regressors(const Columns& cols, const Row& r, const model::HardwareModel& basis, bool host,
+Eigen::VectorXd step_regressors(const Columns& cols, const Row& r, const model::Coefficients& basis, bool host,
                                 bool device) {
   const double a = static_cast<double>(r.m->accumulation);
   const model::Features acc = model::accumulating(r.f);
@@ -243,14 +229,14 @@ Eigen::VectorXd step_regressors(const Columns& cols, const Row& r, const model::
   return x;
 }
 
-void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
+void fit_time(const std::vector<Row>& rows, model::StackModel& hw) {
   std::vector<Eigen::VectorXd> dx;
   std::vector<double> dy;
   double min_ops = INFINITY, max_ops = 0;
-  const model::HardwareModel basis = linear_basis(hw);
+  const model::Coefficients basis = linear_basis(hw.c, hw.stack);
   for (const Row& r : rows) {
     if (measured(r.m->host_time_s) && measured(r.m->device_time_s)) {
-      dx.push_back(regressors(device_columns(), r.f, basis));
+      dx.push_back(regressors(device_columns(hw.stack), r.f, basis));
       dy.push_back(r.m->device_time_s);
       min_ops = std::min(min_ops, r.f.host_ops);
       max_ops = std::max(max_ops, r.f.host_ops);
@@ -261,7 +247,7 @@ void fit_time(const std::vector<Row>& rows, model::HardwareModel& hw) {
   // per-operator host cost, and the joint fit is the better estimate.
   const bool split_usable = dy.size() >= kMinSplitRows && max_ops > kMinOpsSpread * min_ops;
   if (hw.overlap == model::Overlap::max && split_usable) {
-    set_from_theta(device_columns(), fit_relative(dx, dy), hw);
+    set_from_theta(device_columns(hw.stack), fit_relative(dx, dy), hw.c);
     fit_host_by_depth(rows, hw);
     fit_recompute_host_share(rows, hw);
     fit_optimizer(rows, hw);

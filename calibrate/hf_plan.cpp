@@ -46,7 +46,7 @@ struct PlanBuilder {
 // The predicted worst-case reserved memory of a run, with the CUDA context.
 double predicted_need_bytes(const HfPlannedRun& r, const model::HardwareModel& hw) {
   const model::CostModel cost(r.planned.workload, hw);
-  return cost.memory(r.planned.micro_batch).worst_reserved_bytes + static_cast<double>(hw.memory.context_bytes);
+  return cost.memory(r.planned.micro_batch).worst_reserved_bytes + cost.model().c.context_bytes;
 }
 
 // Shrinks runs that would not fit the GPU: first the micro-batch, then the length (the shape

@@ -17,6 +17,7 @@
 #include "model/atomic_file.h"
 #include "model/error.h"
 #include "model/hf_config.h"
+#include "model/training_stack.h"
 
 namespace lorasim::calib {
 namespace {
@@ -87,7 +88,7 @@ model::StackSpec stack_of(const std::function<std::string(const std::string&)>& 
   } catch (const Error& e) {
     throw RowError(std::string("column stack: ") + e.what());
   }
-  model::StackSpec s = kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  model::StackSpec s = model::training_stack(kind).default_spec();
   const std::string hint = given ? "" : " (a row without a stack column is lorasim's runner: add stack hf-peft)";
   auto apply = [&](const char* column, const std::function<void()>& set) {
     if (get(column).empty()) return;

@@ -2,6 +2,7 @@
 #include "calibrate/measurement_label.h"
 
 #include <cstdio>
+#include "model/training_stack.h"
 
 namespace lorasim::calib {
 
@@ -23,7 +24,7 @@ namespace {
 // The stack's name and the options it sets away from that stack's defaults: short enough for a
 // table cell, and rows differing in any option land in different groups.
 std::string stack_tag(const model::StackSpec& s) {
-  const model::StackSpec d = s.kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  const model::StackSpec d = model::training_stack(s.kind).default_spec();
   std::string t = model::stack_name(s.kind);
   if (s.attn_impl != d.attn_impl) t += std::string(" ") + model::attn_impl_name(s.attn_impl);
   if (s.lora_dropout != d.lora_dropout) {

@@ -11,16 +11,11 @@
 #include "model/architecture.h"
 #include "model/error.h"
 #include "model/hf_config.h"
+#include "model/training_stack.h"
+#include "cli/format.h"
 
 namespace lorasim::cli {
 namespace {
-
-/// "0.9", not std::to_string's "0.900000".
-std::string shortest(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -61,7 +56,7 @@ model::StackSpec build_stack(const StackArgs& a) {
       throw InputError(std::string("--stack: ") + e.what());
     }
   }();
-  model::StackSpec s = kind == model::StackKind::lorasim ? model::StackSpec::lorasim_runner() : model::StackSpec{};
+  model::StackSpec s = model::training_stack(kind).default_spec();
   // Each option is checked against the stack as it is applied, so the error names its flag.
   auto apply = [&](const char* flag, const boost::optional<std::string>& text, const std::function<void()>& set) {
     if (!text) return;

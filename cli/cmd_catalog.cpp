@@ -57,8 +57,8 @@ int cmd_profiles(const Args& args) {
     t.add({name, h.display_name, human_bytes(static_cast<double>(h.memory_bytes)),
            h.bf16_supported ? fixed(h.peak_bf16_tflops, 0) : "-", fixed(h.hbm_bandwidth_gbps, 0),
            h.bf16_supported ? "yes" : "no (fp16)", h.calibrated ? "calibrated" : "prior",
-           "time ~" + fixed(h.expected_time_error * 100, 0) + "%, memory ~" +
-               fixed(h.expected_memory_error * 100, 0) + "%"});
+           "time ~" + fixed(h.value("expected_time_error") * 100, 0) + "%, memory ~" +
+               fixed(h.value("expected_memory_error") * 100, 0) + "%"});
   }
   if (format == Format::json) std::cout << all.dump(2) << "\n";
   if (format == Format::table) {

@@ -17,6 +17,7 @@
 #include "cli/output_path.h"
 #include "hwprofiles/profile.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -101,7 +102,7 @@ int cmd_fit(const Args& args) {
              {command, base, "", {{"measurements", measurements}, {"rows", static_cast<int64_t>(rows.size())}}});
   // An anchored fit scales the base's rates in the base's precision; a full fit's rates are
   // those of the rows.
-  if (!rep.anchored && rep.stack == model::StackKind::lorasim)
+  if (!rep.anchored && model::training_stack(rep.stack).calibrates_device())
     profile.hw.coefficients_precision = rows.front().workload.train.precision;
   hw::write_profile_file(profile, out);
 

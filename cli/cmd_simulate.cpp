@@ -120,12 +120,13 @@ void print_header(const sim::Request& req, const hw::Profile& p, const sim::Resu
             << req.effective_batch * req.workload.train.seq_len << " tokens per optimizer step\n"
             << "memory:    " << human_bytes(r.memory_limit_bytes) << " limit, "
             << human_bytes(r.usable_memory_bytes) << " usable (" << fixed(req.safety_margin * 100, 0)
-            << "% margin, " << human_bytes(p.hw.memory.context_bytes) << " CUDA context)\n";
+            << "% margin, " << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n";
 }
 
 void print_recommendation(const sim::Request& req, const sim::Result& r) {
   if (!r.recommended) {
-    std::cout << "recommended: none (no split fits)\n";
+    std::cout << "recommended: none (no split fits: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
+                 "or a GPU with more memory)\n";
     return;
   }
   const sim::Split& best = r.splits[*r.recommended];

@@ -37,8 +37,8 @@ nlohmann::json profile_json(const hw::Profile& p) {
           {"source", p.source_text_name},
           {"calibrated", p.hw.calibrated},
           {"memory_bytes", p.hw.memory_bytes},
-          {"expected_time_error", p.hw.expected_time_error},
-          {"expected_memory_error", p.hw.expected_memory_error}};
+          {"expected_time_error", p.hw.value("expected_time_error")},
+          {"expected_memory_error", p.hw.value("expected_memory_error")}};
 }
 
 std::string workload_line(const model::Workload& w) {

@@ -6,6 +6,7 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "model/stack.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -23,8 +24,9 @@ std::string signed_percent(double rel) { return (rel >= 0 ? "+" : "") + fixed(10
 void record_fit(hw::Profile& profile, const calib::FitReport& rep, const FitRecord& record) {
   profile.hw = rep.hardware;
   calib::set_expected_errors(profile.hw, rep);
-  if (rep.stack == model::StackKind::hf_peft) {
-    profile.hw.hf_peft.source = record.source;
+  if (!model::training_stack(rep.stack).calibrates_device()) {
+    // The GPU half and its provenance are the base's; the stack's terms are this fit's.
+    profile.hw.origin(rep.stack).source = record.source;
   } else {
     profile.origin_source = record.source;
     profile.calibration = {};

@@ -11,6 +11,7 @@ std::string utc_timestamp();                 ///< now, "2026-12-01T14:55:51Z" (I
 std::string human_seconds(double seconds);   ///< "12.3 us", "12.3 ms", "4.56 s", "4.5 min", "2.06 h"
 std::string human_count(double n);           ///< "1.72 B", "17.4 M"
 std::string fixed(double v, int decimals);   ///< printf("%.*f")
+std::string shortest(double v);              ///< printf("%g"): "0.9", not std::to_string's "0.900000"
 
 /// Rows of cells printed with columns right-aligned to their widest cell.
 class Table {

@@ -89,7 +89,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
       << (w.train.padding.mode == model::PaddingMode::packed ? " packed rows" : " sequences") << "\n"
       << "memory:    " << human_bytes(res.memory_limit_bytes) << " limit, " << human_bytes(res.usable_memory_bytes)
       << " usable (" << fixed(req.safety_margin * 100, 0) << "% margin, "
-      << human_bytes(p.hw.memory.context_bytes) << " CUDA context)\n\n";
+      << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n\n";
   if (with_splits) {
     Table t({"micro", "accum", "step (mean)", "p99", "epoch", "padding", "padded len", "worst len", "peak reserved",
              "worst reserved", "fits", "rank", "bound by"});
@@ -106,7 +106,8 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
     out << "\n";
   }
   if (!res.recommended) {
-    out << "recommended: none (no split's worst micro-batch fits)\n";
+    out << "recommended: none (no split's worst micro-batch fits: try --grad-ckpt, a smaller --max-length, a "
+           "smaller --lora-rank, or a GPU with more memory)\n";
   } else {
     const sim::Split& best = res.splits[*res.recommended];
     const sim::LengthFigures& f = r.lengths[*res.recommended];

@@ -8,16 +8,10 @@
 #include "cli/args.h"
 #include "hwprofiles/builtin.h"
 #include "model/architecture.h"
+#include "cli/format.h"
 
 namespace lorasim::cli {
 namespace {
-
-/// "0.05", "90": what --help prints for a real default.
-std::string shortest(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 /// The flags the last parsed table binds to library quantities: a process runs one command.
 struct Binding {

@@ -67,7 +67,7 @@ Profile base_profile_for(const DeviceIdentity& device) {
   p.hw.bf16_supported = false;
   p.hw.overlap = model::Overlap::sum;  // the CPU executes each operator as it is dispatched
   p.hw.coefficients_precision = model::Precision::fp32;
-  p.hw.memory.context_bytes = 0;
+  p.hw.value("context_bytes") = 0;
   return p;
 }
 

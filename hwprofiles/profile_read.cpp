@@ -219,29 +219,32 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
 
   const toml::table& time = r.section(root, "time");
   const toml::table& memory = r.section(root, "memory");
-  const std::map<std::string, const toml::table*> tables = {
+  std::map<std::string, const toml::table*> tables = {
       {"gpu", &gpu}, {"profile", &prof}, {"time", &time}, {"memory", &memory}};
-  for (const auto& f : number_fields()) {
-    if (f.optional && !tables.at(f.section)->get(f.key)) continue;
-    f.of(p.hw) = r.number(*tables.at(f.section), f.section, f.key);
-  }
 
+  // The stacks' own sections, [stack.NAME]: optional, every key too (the table's priors stand in).
   if (const toml::node* st = root.get("stack")) {
     const toml::table* t = st->as_table();
     if (!t) r.fail_at(*st, "stack must be a table ([stack.hf-peft]), got " + type_name(*st));
-    r.reject_unknown_keys(*t, "stack", {"hf-peft"});
-    if (const toml::node* hf = t->get("hf-peft")) {
-      const toml::table* h = hf->as_table();
-      if (!h) r.fail_at(*hf, "stack.hf-peft must be a table ([stack.hf-peft]), got " + type_name(*hf));
-      std::vector<std::string> keys{"calibrated", "source"};
-      for (const model::StackTerm& k : model::stack_term_table()) keys.emplace_back(k.name);
-      r.reject_unknown_keys(*h, kHfPeftSection, keys);
-      model::StackTerms& terms = p.hw.hf_peft;
-      for (const model::StackTerm& k : model::stack_term_table())
-        if (h->get(k.name)) terms.*k.field = r.number(*h, kHfPeftSection, k.name);
-      if (h->get("calibrated")) terms.calibrated = r.boolean(*h, kHfPeftSection, "calibrated");
-      if (h->get("source")) terms.source = r.string(*h, kHfPeftSection, "source");
+    std::vector<std::string> names;
+    for (const StackSection& s : stack_sections()) names.push_back(s.section.substr(6));
+    r.reject_unknown_keys(*t, "stack", names);
+    for (const StackSection& s : stack_sections()) {
+      const toml::node* n = t->get(s.section.substr(6));
+      if (!n) continue;
+      const toml::table* h = n->as_table();
+      if (!h) r.fail_at(*n, s.section + " must be a table ([" + s.section + "]), got " + type_name(*n));
+      r.reject_unknown_keys(*h, s.section, known_keys(s.section));
+      model::StackOrigin& origin = p.hw.origin(s.stack);
+      if (h->get("calibrated")) origin.calibrated = r.boolean(*h, s.section, "calibrated");
+      if (h->get("source")) origin.source = r.string(*h, s.section, "source");
+      tables[s.section] = h;
     }
+  }
+  for (const auto& f : number_fields()) {
+    const auto t = tables.find(f.section);
+    if (f.optional && (t == tables.end() || !t->second->get(f.key))) continue;
+    f.of(p.hw) = r.number(*t->second, f.section, f.key);
   }
 
   if (const toml::node* cal = root.get("calibration")) {

@@ -14,35 +14,65 @@ namespace {
 using HW = model::HardwareModel;
 using model::Range;
 
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
 NumberField own(const char* section, const char* key, Range range, double* (*field)(HW&)) {
-  return {section, key, range, false, false, field, nullptr};
+  return {section, key, range, false, false, field, -1, nullptr};
 }
 
-NumberField coefficient(const model::Coefficient& c) {
-  const std::string_view key = c.name;
-  const bool bytes = key.size() > 6 && key.substr(key.size() - 6) == "_bytes";
-  // recompute_host_share came after the first profiles; without it they predicted share 1.
-  const bool optional = key == "recompute_host_share";
-  return {c.section(), c.name, c.range, bytes, optional, nullptr, &c};
+NumberField stored(const model::StoredValue& v, int slot) {
+  const std::string_view key = v.row->name;
+  const std::string section = v.entry().section;
+  const bool stack_section = starts_with(section, "stack.");
+  // Byte counts as integers in [memory]; a stack's section writes every number as a float.
+  const bool bytes = !stack_section && key.size() > 6 && key.substr(key.size() - 6) == "_bytes";
+  return {section, v.row->name, v.entry().range, bytes, v.entry().optional || stack_section, nullptr, slot, &v};
 }
 
 }  // namespace
 
+// Built again when the table grows (a row added by a test is schema too).
 const std::vector<NumberField>& number_fields() {
-  static const std::vector<NumberField> fields = [] {
-    std::vector<NumberField> f = {
+  static std::vector<NumberField> fields;
+  static size_t built_for = static_cast<size_t>(-1);
+  const auto& values = model::stored_values();
+  if (built_for != values.size()) {
+    fields = {
         own("gpu", "peak_bf16_tflops", Range::non_negative, [](HW& h) { return &h.peak_bf16_tflops; }),
         own("gpu", "peak_fp16_tflops", Range::non_negative, [](HW& h) { return &h.peak_fp16_tflops; }),
         own("gpu", "peak_fp32_tflops", Range::non_negative, [](HW& h) { return &h.peak_fp32_tflops; }),
         own("gpu", "hbm_bandwidth_gbps", Range::non_negative, [](HW& h) { return &h.hbm_bandwidth_gbps; }),
-        own("profile", "expected_time_error", Range::relative_error, [](HW& h) { return &h.expected_time_error; }),
-        own("profile", "expected_memory_error", Range::relative_error,
-            [](HW& h) { return &h.expected_memory_error; }),
     };
-    for (const model::Coefficient& c : model::coefficient_table()) f.push_back(coefficient(c));
-    return f;
-  }();
+    for (size_t i = 0; i < values.size(); ++i) fields.push_back(stored(values[i], static_cast<int>(i)));
+    built_for = values.size();
+  }
   return fields;
+}
+
+const std::vector<StackSection>& stack_sections() {
+  static std::vector<StackSection> sections;
+  static size_t built_for = static_cast<size_t>(-1);
+  if (built_for != model::stored_values().size()) {
+    sections.clear();
+    for (const model::StoredValue& v : model::stored_values()) {
+      const std::string s = v.entry().section;
+      if (!starts_with(s, "stack.")) continue;
+      bool seen = false;
+      for (const StackSection& k : sections) seen = seen || k.section == s;
+      if (!seen) sections.push_back({s, v.stack});
+    }
+    built_for = model::stored_values().size();
+  }
+  return sections;
+}
+
+bool writes_stack_section(const model::HardwareModel& hw, const StackSection& s) {
+  const model::StackOrigin& o = hw.origin(s.stack);
+  if (o.calibrated || o.source != model::StackOrigin{}.source) return true;
+  model::HardwareModel copy = hw;
+  for (const NumberField& f : number_fields())
+    if (f.section == s.section && f.of(copy) != f.stored->entry().prior) return true;
+  return false;
 }
 
 const std::vector<std::string> kGpuOtherKeys = {"name", "display_name", "memory_bytes",
@@ -51,11 +81,13 @@ const std::vector<std::string> kProfileOtherKeys = {"calibrated", "coefficients_
                                                     "overlap", "source"};
 const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",    "profile", "time",
                                                 "memory",         "stack",  "calibration"};
+const std::vector<std::string> kStackOtherKeys = {"calibrated", "source"};
 
 std::vector<std::string> known_keys(const std::string& section) {
   std::vector<std::string> keys;
   if (section == "gpu") keys = kGpuOtherKeys;
   if (section == "profile") keys = kProfileOtherKeys;
+  if (starts_with(section, "stack.")) keys = kStackOtherKeys;
   for (const auto& f : number_fields())
     if (section == f.section) keys.emplace_back(f.key);
   return keys;
@@ -67,6 +99,12 @@ std::string key_path(const std::string& section, const std::string& key) {
 
 
 namespace {
+// Rates up to a thousand times the fit's "no cost" rate, so that an anchored scale of one stays
+// writable; beyond it a term is a rounding error and the value a typo.
+constexpr double kMaxRate = 1e3 * model::kNoCostRate;
+// No device has more memory; INT64_MAX is a typo (and overflows the limits computed from it).
+constexpr int64_t kMaxMemoryBytes = int64_t{1} << 46;
+
 [[noreturn]] void fail(const Locator& where, const std::string& path, const std::string& what) {
   throw ConfigError(where(path) + path + " " + what);
 }
@@ -81,6 +119,10 @@ void check_ranges(const Profile& p, const Locator& where) {
   if (p.hw.memory_bytes <= 0)
     fail(where, "[gpu].memory_bytes",
          "must be > 0 (got " + std::to_string(p.hw.memory_bytes) + ")");
+  if (p.hw.memory_bytes > kMaxMemoryBytes)
+    fail(where, "[gpu].memory_bytes",
+         "must be at most 64 TiB (" + std::to_string(kMaxMemoryBytes) + "), beyond any device's memory (got " +
+             std::to_string(p.hw.memory_bytes) + ")");
 
   HW hw = p.hw;  // the accessors hand out mutable pointers; a copy keeps `p` const
   for (const auto& f : number_fields()) {
@@ -93,26 +135,32 @@ void check_ranges(const Profile& p, const Locator& where) {
       case Range::positive:
         if (!(v > 0)) fail(where, path, "must be > 0" + got);
         break;
+      case Range::rate:
+        if (!(v > 0)) fail(where, path, "must be > 0" + got);
+        if (!(v >= model::kMinRate && v <= kMaxRate))
+          fail(where, path, "must be a rate in [" + format_double(model::kMinRate) + ", " + format_double(kMaxRate) +
+                                "] (a rate outside it is a typo, not a device)" + got);
+        break;
       case Range::non_negative:
         if (!(v >= 0)) fail(where, path, "must be >= 0" + got);
         break;
+      case Range::bytes:
+        if (!(v >= 0)) fail(where, path, "must be >= 0" + got);
+        if (!(v <= model::kMaxBytes))
+          fail(where, path, "must be at most 1 PiB (" + format_double(model::kMaxBytes) + " bytes)" + got);
+        break;
       case Range::share:
         if (!(v >= 0 && v <= 1)) fail(where, path, "must be a share in [0, 1]" + got);
+        break;
+      case Range::fraction:
+        if (!(v >= 0)) fail(where, path, "must be >= 0" + got);
+        if (!(v < 1)) fail(where, path, "must be a fraction in [0, 1), e.g. 0.2 for 20%" + got);
         break;
       case Range::relative_error:
         if (!(v >= 0 && v <= 10))
           fail(where, path, "must be a fraction in [0, 10], e.g. 0.15 for 15%" + got);
         break;
     }
-  }
-  const model::StackTerms& st = p.hw.hf_peft;
-  for (const model::StackTerm& t : model::stack_term_table()) {
-    const double v = st.*t.field;
-    const std::string path = key_path(kHfPeftSection, t.name);
-    const std::string got = " (got " + format_double(v) + ")";
-    if (!std::isfinite(v)) fail(where, path, "must be a finite number" + got);
-    if (t.positive ? !(v > 0) : !(v >= 0)) fail(where, path, std::string(t.positive ? "must be > 0" : "must be >= 0") + got);
-    if (t.fraction && !(v < 1)) fail(where, path, "must be a fraction in [0, 1), e.g. 0.2 for 20%" + got);
   }
   // Coefficients fitted in bf16 on a device without bf16 cannot describe any run on it.
   if (!p.hw.bf16_supported && p.hw.coefficients_precision == model::Precision::bf16)
@@ -142,19 +190,13 @@ bool operator==(const CalibrationInfo& a, const CalibrationInfo& b) {
   return a.entries == b.entries;
 }
 
-bool detail::writes_stack_terms(const model::StackTerms& t) {
-  const model::StackTerms prior;
-  if (t.calibrated || t.source != prior.source) return true;
-  for (const model::StackTerm& k : model::stack_term_table())
-    if (t.*k.field != prior.*k.field) return true;
-  return false;
+namespace {
+bool same_origins(const model::HardwareModel& a, const model::HardwareModel& b) {
+  for (size_t i = 0; i < a.origins.size(); ++i)
+    if (a.origins[i].calibrated != b.origins[i].calibrated || a.origins[i].source != b.origins[i].source) return false;
+  return true;
 }
-
-bool same_stack_terms(const model::StackTerms& a, const model::StackTerms& b) {
-  for (const model::StackTerm& t : model::stack_term_table())
-    if (a.*t.field != b.*t.field) return false;
-  return a.calibrated == b.calibrated && a.source == b.source;
-}
+}  // namespace
 
 bool operator==(const Profile& a, const Profile& b) {
   const model::HardwareModel& x = a.hw;
@@ -167,7 +209,7 @@ bool operator==(const Profile& a, const Profile& b) {
          x.name == y.name && x.display_name == y.display_name &&
          x.memory_bytes == y.memory_bytes && x.bf16_supported == y.bf16_supported &&
          x.coefficients_precision == y.coefficients_precision && x.overlap == y.overlap &&
-         x.calibrated == y.calibrated && same_stack_terms(x.hf_peft, y.hf_peft);
+         x.calibrated == y.calibrated && same_origins(x, y);
 }
 
 bool operator!=(const Profile& a, const Profile& b) { return !(a == b); }

@@ -122,12 +122,13 @@ std::string to_toml(const Profile& p) {
   write_numbers(os, p, "time");
   os << "\n[memory]\n";
   write_numbers(os, p, "memory");
-  if (writes_stack_terms(hw.hf_peft)) {
-    os << "\n[" << kHfPeftSection << "]\n"
-       << "calibrated = " << (hw.hf_peft.calibrated ? "true" : "false") << "\n"
-       << "source = " << quote(hw.hf_peft.source) << "\n";
-    for (const model::StackTerm& t : model::stack_term_table())
-      os << t.name << " = " << format_double(hw.hf_peft.*t.field) << "\n";
+  for (const StackSection& s : stack_sections()) {
+    if (!writes_stack_section(hw, s)) continue;
+    const model::StackOrigin& origin = hw.origin(s.stack);
+    os << "\n[" << s.section << "]\n"
+       << "calibrated = " << (origin.calibrated ? "true" : "false") << "\n"
+       << "source = " << quote(origin.source) << "\n";
+    write_numbers(os, p, s.section);
   }
 
   if (!p.calibration.empty()) {

@@ -1,13 +1,18 @@
-// The coefficient table: every time and memory coefficient of a hardware profile, with the
-// regressor (feature) it multiplies, its prior, its allowed range, and how calibration fits it.
-// model/cost_model.cpp evaluates the time equations through it, calibrate/fit*.cpp builds
-// its design matrices from it and hwprofiles/ reads, checks and writes the [time] and
-// [memory] keys from it: "where is X fitted, where is it used" is one lookup here.
+// The coefficient table: every number of a hardware profile's cost model, for every training
+// stack, once. A row is one coefficient: the regressor (feature) it multiplies, the term it
+// belongs to, and per stack its prior, its allowed range, how calibration fits it and which
+// TOML section holds it ([time]/[memory]/[profile] for lorasim's runner and the device,
+// [stack.hf-peft] for hf-peft). A device row (rates, kernel floors, overlap, context) is stored
+// once and shared by every stack. model/cost_model.cpp evaluates the equations through it,
+// calibrate/fit*.cpp builds its design matrices from it and hwprofiles/ reads, checks and writes
+// the profile from it: adding a coefficient is one row here (and its field in Coefficients).
 #pragma once
+#include <array>
+#include <deque>
 #include <string_view>
 #include <vector>
 
-#include "model/hardware.h"
+#include "model/stack.h"
 
 namespace lorasim::model {
 
@@ -37,23 +42,43 @@ struct Features {
   double allocated_bytes = 0;
 };
 
+/// Every row's value for one stack: what the equations read (model::resolve fills it from a
+/// HardwareModel). docs/cost-model.md says what each stands for; the table's `why` too.
+struct Coefficients {
+  double host_fixed_s = 0, host_per_op_s = 0, recompute_host_share = 1;
+  double device_scale = 1, head_device_scale = 1;  ///< a stack's device time over the device's terms
+  double device_fixed_s = 0, gemm_tflops = 1, gemm_half_tokens = 0, head_tflops = 1, attention_tflops = 1;
+  double memory_gbps = 1, loss_gbps = 1, per_kernel_s = 0, overlap_loss = 0, launch_queue_ops = 1024;
+  double optimizer_fixed_s = 0, optimizer_per_tensor_s = 0, optimizer_device_per_tensor_s = 0,
+         optimizer_per_param_s = 0;
+  double saved_scale = 1, attention_score_scale = 0, logits_scale = 1, workspace_bytes = 0;
+  double reserved_scale = 1, reserved_overhead_bytes = 0, reserved_activation_share = 0, reserved_logits_share = 0;
+  double context_bytes = 0;
+  double expected_time_error = 0.5, expected_memory_error = 0.2;
+  double host_spread = 0, device_spread = 0;  ///< the step-time range's relative deviations
+  double worst_case_margin = 0;               ///< share of the reserved peak the worst case adds
+};
+
 /// The same micro-batch when it is not the first of its step: it also dispatches one
 /// gradient-accumulation add per adapter tensor.
 Features accumulating(const Features& f);
 
 /// The share of overlap_loss that applies to a micro-batch of `host_ops` operators: 0 while
 /// the whole micro-batch fits in the launch queue, approaching 1 for very long ones.
-double overlap_share(double host_ops, const TimeCoefficients& c);
+double overlap_share(double host_ops, const Coefficients& c);
 
 /// With gradient checkpointing, whether the rebuilt block (with its scores), not the loss's
 /// buffers, sets the allocated peak; false without checkpointing.
-bool rebuilt_block_sets_peak(const Features& f, const MemoryCoefficients& m);
+bool rebuilt_block_sets_peak(const Features& f, const Coefficients& c);
 
 /// What a profile number may hold. Every number must also be finite.
 enum class Range {
-  positive,        ///< rates and counts the equations divide by: 0 would divide by zero
-  non_negative,    ///< times, scales, byte counts, datasheet peaks (0 = unknown / unsupported)
+  positive,        ///< counts the equations divide by: 0 would divide by zero
+  rate,            ///< a rate: in [kMinRate, kNoCostRate] (1e-300 TFLOP/s is a typo, not a GPU)
+  non_negative,    ///< times, scales, datasheet peaks (0 = unknown / unsupported)
+  bytes,           ///< a byte count in [0, kMaxBytes]
   share,           ///< [0, 1]: a part of a whole
+  fraction,        ///< [0, 1): a relative deviation
   relative_error,  ///< [0, 10]: an expected relative error (above 1000% is a typo)
 };
 
@@ -67,8 +92,9 @@ enum class Term {
   optimizer_host,    ///< H_opt: dispatch of AdamW + zero_grad
   optimizer_device,  ///< D_opt: AdamW's kernels
   allocated,         ///< allocated peak beyond the static memory (piecewise: peak_memory)
-  reserved,          ///< reserved = reserved_scale * allocated + reserved_overhead_bytes
-  shape,             ///< in no sum: shapes another term or how host and device combine
+  reserved,          ///< reserved line: reserved_scale * allocated + reserved_overhead_bytes
+  reserved_slack,    ///< a stack's allocator slack beyond the line (per activation byte, per logits tensor)
+  shape,             ///< in no sum: shapes another term, how host and device combine, or a range
   limit,             ///< outside the peak: device memory the limit loses before any tensor
 };
 
@@ -88,42 +114,80 @@ enum class Fit {
   never,   ///< a prior: measurements cannot identify it; the profile's value is kept
 };
 
-struct Coefficient {
-  const char* name;                          ///< the TOML key in [time] or [memory]
-  double TimeCoefficients::*time = nullptr;  ///< the field, when in [time]
-  double MemoryCoefficients::*memory = nullptr;  ///< the field, when in [memory]
-  Term term;
-  Form form;
-  double unit;           ///< rate unit in per-second terms (1e12 for TFLOP/s), else 1
-  bool precision_scaled;  ///< a FLOP rate: scaled by the datasheet ratio in another precision
-  /// The regressor theta multiplies, given the other coefficients (Hockney's n_1/2 inside the
-  /// GEMM feature, the recompute share inside the host operators).
-  double (*feature)(const Features& f, const HardwareModel& hw);
-  const char* base;         ///< Form::ratio: the name of the coefficient whose theta it scales
-  double prior;             ///< the default of model::HardwareModel
-  Range range;              ///< what a profile may hold (hwprofiles/ checks it)
-  Fit fit;
-  const char* why;          ///< one line: what it stands for
-
-  const char* section() const { return time ? "time" : "memory"; }
-  double& of(HardwareModel& hw) const { return time ? hw.time.*time : hw.memory.*memory; }
-  double of(const HardwareModel& hw) const { return time ? hw.time.*time : hw.memory.*memory; }
-  /// theta for `hw`; `rate_scale` multiplies FLOP rates (another precision than the fit's).
-  double theta(const HardwareModel& hw, double rate_scale = 1.0) const;
-  /// This coefficient's term, theta * feature (Form::ratio: 0, it is inside base's term).
-  double term_value(const Features& f, const HardwareModel& hw, double rate_scale = 1.0) const;
-};
-
 /// A zero theta on a rate means the data shows no cost for that work: the rate stays finite
 /// but so high that its term vanishes (1e9 TFLOP/s: a 1e15-FLOP micro-batch in 1 ns).
 inline constexpr double kNoCostRate = 1e9;
+/// The slowest rate a profile may hold (1 MFLOP/s, 1 MB/s): below it a micro-batch takes years.
+inline constexpr double kMinRate = 1e-6;
+/// The largest byte count a profile may hold (1 PiB: every count stays exact and printable).
+inline constexpr double kMaxBytes = 1125899906842624.0;
 
-/// Every coefficient of [time] then [memory], in the order profiles write them.
-const std::vector<Coefficient>& coefficient_table();
-/// The entry named `name` (a TOML key), or nullptr.
+/// One stack's view of a row.
+struct StackEntry {
+  /// The TOML section that holds the value ("time", "memory", "profile", "stack.hf-peft");
+  /// nullptr: the stack does not store it, and the value is `prior` (or `same_as`'s).
+  const char* section = nullptr;
+  double prior = 0;  ///< the value when no profile says otherwise
+  Range range = Range::non_negative;
+  Fit fit = Fit::never;
+  /// A profile written before the row existed may lack the key: `prior` stands in for it,
+  /// the value those profiles predicted with. Otherwise a missing key is an error.
+  bool optional = false;
+  /// The value is that row's, for this stack (not stored twice): lorasim's spreads are its
+  /// expected time error.
+  const char* same_as = nullptr;
+};
+
+struct Coefficient {
+  const char* name;                      ///< the TOML key
+  double Coefficients::*field = nullptr; ///< where the equations read it (nullptr: no equation yet)
+  Term term = Term::shape;
+  Form form = Form::linear;
+  double unit = 1;                ///< rate unit in per-second terms (1e12 for TFLOP/s), else 1
+  bool precision_scaled = false;  ///< a FLOP rate: scaled by the datasheet ratio in another precision
+  /// The regressor theta multiplies, given the other coefficients (Hockney's n_1/2 inside the
+  /// GEMM feature, the recompute share inside the host operators).
+  double (*feature)(const Features& f, const Coefficients& c) = nullptr;
+  const char* base = nullptr;  ///< Form::ratio: the name of the coefficient whose theta it scales
+  const char* why = "";        ///< one line: what it stands for
+  /// A device row: one value, stored in the first stack's section, read by every stack; only
+  /// the stack whose entry fits it (lorasim's runner) moves it.
+  bool shared = false;
+  std::array<StackEntry, kStackCount> stacks{};
+  /// Set by the table: the index in stored_values() each stack reads (-1: the entry's prior).
+  std::array<int, kStackCount> slot{{-1, -1}};
+
+  const StackEntry& in(StackKind s) const { return stacks[stack_index(s)]; }
+  double& of(Coefficients& c) const { return c.*field; }
+  double of(const Coefficients& c) const { return c.*field; }
+  /// Whether `s` stores the value itself (in its section, not another stack's or row's):
+  /// what a fit of `s`'s rows may write.
+  bool owned_by(StackKind s) const { return in(s).section && !in(s).same_as; }
+  /// theta for `c`; `rate_scale` multiplies FLOP rates (another precision than the fit's).
+  double theta(const Coefficients& c, double rate_scale = 1.0) const;
+  /// This coefficient's term, theta * feature (Form::ratio: 0, it is inside base's term).
+  double term_value(const Features& f, const Coefficients& c, double rate_scale = 1.0) const;
+};
+
+/// A value a profile holds: one row in one section (a shared row is one, whoever reads it).
+struct StoredValue {
+  const Coefficient* row;
+  StackKind stack;  ///< the stack whose entry describes it
+  const StackEntry& entry() const { return row->in(stack); }
+};
+
+/// Every row, in the order profiles write them within each section.
+const std::deque<Coefficient>& coefficient_table();
+/// The row named `name` (a TOML key), or nullptr.
 const Coefficient* find_coefficient(std::string_view name);
+/// Every stored value, in table order; HardwareModel::values holds one number per entry.
+const std::vector<StoredValue>& stored_values();
+
+/// Appends a row to the process's table (for tests, and for a coefficient under trial). Rows
+/// added after a HardwareModel was built are not in it: build models afterwards.
+void add_coefficient(const Coefficient& row);
 
 /// Sum of `term`'s entries, in table order, for one micro-batch (or the optimizer).
-double sum_terms(Term term, const Features& f, const HardwareModel& hw, double rate_scale = 1.0);
+double sum_terms(Term term, const Features& f, const Coefficients& c, double rate_scale = 1.0);
 
 }  // namespace lorasim::model

@@ -1,6 +1,8 @@
 // The cost model: a workload and a device's coefficients in, micro-batch time, step time
-// and peak memory out. Construction does the per-workload work once; each prediction is a
-// handful of multiply-adds, so the simulator can sweep every split cheaply.
+// and peak memory out. The equations of a step are written here once; the fits
+// (calibrate/fit_*.cpp) call them and the table's features. Construction does the
+// per-workload work once (the stack's features, the table's values for the stack); each
+// prediction is a handful of multiply-adds, so the simulator can sweep every split cheaply.
 #pragma once
 #include <cstdint>
 
@@ -10,8 +12,23 @@
 
 namespace lorasim::model {
 
-/// The regressors of one micro-batch of `w` (model/coefficients.h).
+/// The regressors of one micro-batch of `w` under its stack (model/training_stack.h).
 Features features(const Workload& w, int64_t micro_batch);
+
+/// A device resolved for one stack: the table's values for it, and the device's overlap mode
+/// and datasheet peaks (for rates in another precision). What every equation reads.
+struct StackModel {
+  StackKind stack = StackKind::lorasim;
+  Coefficients c;
+  Overlap overlap = Overlap::max;
+  Precision coefficients_precision = Precision::bf16;
+  double peak_bf16_tflops = 0, peak_fp16_tflops = 0, peak_fp32_tflops = 0;
+
+  /// The factor on FLOP rates for a workload in `p` when the rates were fitted in another
+  /// precision: the datasheet peak ratio (1 when either peak is unknown).
+  double rate_scale(Precision p) const;
+};
+StackModel stack_model(const HardwareModel& hw, StackKind stack);
 
 struct MicroBatchTime {
   double host_s = 0;    ///< host dispatch time
@@ -31,7 +48,7 @@ struct StepTime {
   double device_s = 0;     ///< all device execution of the step
   double total_s = 0;      ///< wall time of the step
   /// The range of the wall time: host and device time each off by their spread
-  /// (HardwareModel::host_spread, device_spread) in the same direction.
+  /// (the table's host_spread, device_spread) in the same direction.
   double low_s = 0;
   double high_s = 0;
   bool host_bound = false; ///< host dispatch sets the pace
@@ -41,25 +58,29 @@ struct MemoryEstimate {
   double peak_allocated_bytes = 0;  ///< tensors alive at the peak
   double peak_reserved_bytes = 0;   ///< what the caching allocator holds from the device
   /// Reserved plus the slack a fresh process sometimes shows: the caching allocator keeps
-  /// one logits-sized block it cannot reuse (docs/cost-model.md, "Worst case"). What the
-  /// simulator checks against the memory limit.
+  /// one logits-sized block it cannot reuse, and a stack's worst_case_margin
+  /// (docs/cost-model.md, "Worst case"). What the simulator checks against the memory limit.
   double worst_reserved_bytes = 0;
 };
 
-/// The factor on FLOP rates for a workload in `p` when the rates were fitted in another
-/// precision: the datasheet peak ratio (1 when either peak is unknown).
 double rate_scale(const HardwareModel& hw, Precision p);
+/// How much of the shorter side of host and device fails to overlap for `host_ops` operators.
+double overlap_coupling(double host_ops, const Coefficients& c);
+/// Host and device time combined: max(H, D) + coupling * min(H, D), or H + D on a synchronous device.
+double combine(double host_s, double device_s, double coupling, Overlap overlap);
 /// Device time of the LM head and the loss over the vocabulary (part of micro_batch_time's).
-double head_device_s(const Features& f, const HardwareModel& hw, double rate_scale = 1.0);
+double head_device_s(const Features& f, const Coefficients& c, double rate_scale = 1.0);
 /// Time of one micro-batch from its features.
-MicroBatchTime micro_batch_time(const Features& f, const HardwareModel& hw, Precision p);
-MemoryEstimate peak_memory(const Features& f, const HardwareModel& hw);
+MicroBatchTime micro_batch_time(const Features& f, const StackModel& m, Precision p);
+MemoryEstimate peak_memory(const Features& f, const StackModel& m);
 /// The optimizer of a workload with these features (its adapter tensors and parameters).
-OptimizerTime optimizer_time(const Features& f, const HardwareModel& hw);
+OptimizerTime optimizer_time(const Features& f, const StackModel& m);
 
 class CostModel {
  public:
   CostModel(const Workload& w, const HardwareModel& hw);
+  /// On a model already resolved for the workload's stack (a fit's view).
+  CostModel(const Workload& w, const StackModel& m);
 
   /// One micro-batch; `accumulating`: not the first of its step, so it adds into gradients.
   MicroBatchTime micro_batch(int64_t micro_batch, bool accumulating = false) const;
@@ -74,11 +95,12 @@ class CostModel {
   /// A step whose micro-batches and optimizer sum to `host_s` and `device_s` (micro-batches of
   /// different shapes, summed by the caller), combined and ranged as step() combines its own.
   StepTime step_of(double host_s, double device_s) const;
+  const StackModel& model() const { return m_; }
 
  private:
   Features at(int64_t micro_batch) const;
 
-  HardwareModel hw_;
+  StackModel m_;
   Precision precision_;
   Features unit_;  ///< features at micro-batch 1
   OptimizerTime optimizer_;

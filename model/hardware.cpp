@@ -1,6 +1,16 @@
+// A device's values: storage by the coefficient table's slots, and resolving one stack.
 #include "model/hardware.h"
 
+#include "model/error.h"
+
 namespace lorasim::model {
+
+HardwareModel::HardwareModel() { complete_values(*this); }
+
+void complete_values(HardwareModel& hw) {
+  const std::vector<StoredValue>& stored = stored_values();
+  for (size_t i = hw.values.size(); i < stored.size(); ++i) hw.values.push_back(stored[i].entry().prior);
+}
 
 double HardwareModel::peak_tflops(Precision p) const {
   switch (p) {
@@ -9,6 +19,43 @@ double HardwareModel::peak_tflops(Precision p) const {
     case Precision::fp32: return peak_fp32_tflops;
   }
   return 0;
+}
+
+namespace {
+const Coefficient& row_named(std::string_view name) {
+  const Coefficient* c = find_coefficient(name);
+  if (!c) throw ConfigError("unknown coefficient '" + std::string(name) + "'");
+  return *c;
+}
+}  // namespace
+
+double HardwareModel::value(const Coefficient& row, StackKind stack) const {
+  const int slot = row.slot[stack_index(stack)];
+  return slot >= 0 && static_cast<size_t>(slot) < values.size() ? values[static_cast<size_t>(slot)]
+                                                                 : row.in(stack).prior;
+}
+
+double& HardwareModel::value(const Coefficient& row, StackKind stack) {
+  const int slot = row.slot[stack_index(stack)];
+  if (slot >= 0 && static_cast<size_t>(slot) >= values.size()) complete_values(*this);
+  if (slot < 0)
+    throw ConfigError(std::string(row.name) + " is a fixed prior of the " + stack_name(stack) + " stack, not a value");
+  return values[static_cast<size_t>(slot)];
+}
+
+double HardwareModel::value(std::string_view row, StackKind stack) const { return value(row_named(row), stack); }
+double& HardwareModel::value(std::string_view row, StackKind stack) { return value(row_named(row), stack); }
+
+Coefficients resolve(const HardwareModel& hw, StackKind stack) {
+  Coefficients c;
+  for (const Coefficient& row : coefficient_table())
+    if (row.field) c.*row.field = hw.value(row, stack);
+  return c;
+}
+
+void store(const Coefficients& c, StackKind stack, HardwareModel& hw) {
+  for (const Coefficient& row : coefficient_table())
+    if (row.field && row.owned_by(stack)) hw.value(row, stack) = c.*row.field;
 }
 
 }  // namespace lorasim::model

@@ -1,10 +1,15 @@
-// The cost model's view of a device: datasheet figures plus fitted coefficients.
-// hwprofiles/ reads and writes these from TOML; calibrate/ fits them.
+// The cost model's view of a device: datasheet figures plus the coefficient table's values
+// (model/coefficients.h) for every stack. hwprofiles/ reads and writes these from TOML;
+// calibrate/ fits them; model::resolve picks one stack's values for the equations.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
-#include "model/stack_terms.h"
+#include "model/coefficients.h"
+#include "model/stack.h"
 #include "model/workload.h"
 
 namespace lorasim::model {
@@ -15,43 +20,15 @@ enum class Overlap {
   sum,  ///< synchronous device (CPU): host and compute time add
 };
 
-/// Step-time coefficients (see docs/cost-model.md for the equations).
-struct TimeCoefficients {
-  double host_fixed_s = 0;          ///< host time per micro-batch, independent of size
-  double host_per_op_s = 0;         ///< host time per dispatched operator
-  double recompute_host_share = 1;  ///< host cost of a checkpointed block's extra forward
-                                    ///< operators relative to ordinary ones (that forward
-                                    ///< runs without autograd recording, so it is cheaper)
-  double device_fixed_s = 0;        ///< device time per micro-batch, independent of size
-  double gemm_tflops = 1;           ///< asymptotic GEMM rate, TFLOP/s
-  double gemm_half_tokens = 0;      ///< tokens at which GEMMs reach half that rate (Hockney n_1/2)
-  double head_tflops = 1;           ///< LM-head GEMM rate (one large GEMM), TFLOP/s
-  double attention_tflops = 1;      ///< attention rate, TFLOP/s
-  double memory_gbps = 1;           ///< effective bandwidth of the blocks' memory-bound operators, GB/s
-  double loss_gbps = 1;             ///< effective bandwidth of the loss over the vocabulary, GB/s
-  double per_kernel_s = 0;          ///< device time floor per operator
-  double overlap_loss = 0;          ///< share of the shorter of host/device time that fails to
-                                    ///< overlap once a micro-batch outgrows the launch queue
-  double launch_queue_ops = 1024;   ///< operators the host can run ahead of the device (CUDA's
-                                    ///< launch queue); shorter micro-batches overlap fully
-  double optimizer_fixed_s = 0;     ///< AdamW step + zero_grad: host time, fixed part
-  double optimizer_per_tensor_s = 0;  ///< host time per adapter tensor (per-tensor dispatch)
-  double optimizer_device_per_tensor_s = 0;  ///< device time per adapter tensor (kernel floors)
-  double optimizer_per_param_s = 0;   ///< device time per trainable parameter (update bandwidth)
-};
-
-/// Peak-memory coefficients: multipliers on the analytic terms of model/analytics.h.
-struct MemoryCoefficients {
-  double saved_scale = 1;            ///< x analytic saved activations
-  double attention_score_scale = 0;  ///< x b*H*s*s scores (0 with fused attention)
-  double logits_scale = 1;           ///< x analytic logits/loss buffers
-  double workspace_bytes = 0;        ///< allocator-visible constant (library workspaces, tables)
-  double reserved_scale = 1;         ///< caching allocator: reserved = scale * allocated + overhead
-  double reserved_overhead_bytes = 0;
-  double context_bytes = 0;          ///< device memory outside the allocator (CUDA context, kernels)
+/// Where a stack's own section ([stack.NAME]) came from.
+struct StackOrigin {
+  bool calibrated = false;        ///< fitted from this stack's runs on this GPU
+  std::string source = "prior";   ///< where the values came from, for notes and files
 };
 
 struct HardwareModel {
+  HardwareModel();  ///< every stored value at its prior
+
   std::string name;                  ///< short name: "h200", "cpu"
   std::string display_name;          ///< "NVIDIA H200 SXM 141GB"
   int64_t memory_bytes = 0;          ///< total device memory
@@ -62,30 +39,32 @@ struct HardwareModel {
   double hbm_bandwidth_gbps = 0;     ///< datasheet memory bandwidth
   Precision coefficients_precision = Precision::bf16;  ///< precision the rates were fitted in
   Overlap overlap = Overlap::max;
-  TimeCoefficients time;
-  MemoryCoefficients memory;
   bool calibrated = false;           ///< fitted from measurements (true) or a datasheet prior
-  double expected_time_error = 0.5;  ///< typical relative step-time error of these coefficients
-  double expected_memory_error = 0.2;  ///< typical relative peak-memory error
-  StackTerms hf_peft;                ///< the hf-peft stack's terms ([stack.hf-peft]; priors if absent)
-  /// Set by for_stack (model/stack_terms.h) for the model a stack's workload runs on: the
-  /// stack's device-time multiplier and allocator slack. 1 and 0 for the device's own terms.
-  double device_scale = 1.0;
-  double head_device_scale = 1.0;  ///< the same for the LM head and the loss
-  double reserved_logits_share = 0.0;
-  double reserved_activation_share = 0.0;
-  /// Share of the reserved peak the worst case adds (a stack's expected memory error: the
-  /// allocator slack its calibration cannot pin down); 0 for the device's own terms.
-  double worst_case_margin = 0.0;
-  /// Relative deviations of the host's and the device's time that bound a step's range
-  /// (StepTime::low_s/high_s). Set by for_stack: the stack's host_spread and device_spread,
-  /// or for the lorasim stack both the profile's expected_time_error.
-  double host_spread = 0.0;
-  double device_spread = 0.0;
-  bool stack_applied = false;  ///< for_stack has put a stack's terms in place (a fit's view)
+  /// One number per model::stored_values() entry: the device's rows, lorasim's runner's and
+  /// each stack's own.
+  std::vector<double> values;
+  std::array<StackOrigin, kStackCount> origins;  ///< per stack with a section of its own
+
+  /// `row`'s value as `stack` reads it (its prior when the stack stores none). Throws
+  /// ConfigError for an unknown row.
+  double value(std::string_view row, StackKind stack = StackKind::lorasim) const;
+  /// The stored value `stack` reads for `row`; throws ConfigError when it stores none (a fixed prior).
+  double& value(std::string_view row, StackKind stack = StackKind::lorasim);
+  double value(const Coefficient& row, StackKind stack) const;
+  double& value(const Coefficient& row, StackKind stack);
+  StackOrigin& origin(StackKind s) { return origins[stack_index(s)]; }
+  const StackOrigin& origin(StackKind s) const { return origins[stack_index(s)]; }
 
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).
   double peak_tflops(Precision p) const;
 };
+
+/// Appends the priors of rows added to the table since `hw` was built (model::add_coefficient).
+void complete_values(HardwareModel& hw);
+
+/// The table's values for `stack` on `hw`: what every equation of that stack reads.
+Coefficients resolve(const HardwareModel& hw, StackKind stack);
+/// Writes back the rows `stack` stores itself (Coefficient::owned_by) from `c`.
+void store(const Coefficients& c, StackKind stack, HardwareModel& hw);
 
 }  // namespace lorasim::model

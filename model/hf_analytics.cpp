@@ -1,5 +1,5 @@
 // The hf-peft stack's analytic terms. The memory formulas are docs/hf-stack-memory.md's
-// (checked to the byte on the CPU by python/lorasim_hf/saved_tensors.py).
+// (checked to the byte on the CPU against what autograd saves: tests/python/test_saved_tensors.py).
 #include "model/hf_analytics.h"
 
 #include <algorithm>

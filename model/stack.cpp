@@ -1,49 +1,25 @@
-// Stack names, parsing and validation.
+// Stack names, parsing and validation; what differs by stack is the stack object's
+// (model/training_stack.h).
 #include "model/stack.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::model {
 
-StackSpec StackSpec::lorasim_runner() {
-  StackSpec s;
-  s.kind = StackKind::lorasim;
-  s.attn_impl = AttnImpl::sdpa;
-  s.lora_dropout = 0.0;
-  s.allocator = AllocatorMode::expandable;
-  s.autocast = false;
-  return s;
-}
+StackSpec StackSpec::lorasim_runner() { return training_stack(StackKind::lorasim).default_spec(); }
 
 void StackSpec::validate() const {
   if (!(lora_dropout >= 0.0 && lora_dropout < 1.0))
     throw InputError("LoRA dropout must be in [0, 1), got " + std::to_string(lora_dropout));
-  if (kind == StackKind::lorasim) {
-    if (lora_dropout != 0.0)
-      throw InputError("the lorasim stack has no LoRA dropout: the hf-peft stack models dropout", "stack");
-    if (autocast)
-      throw InputError("the lorasim stack runs without autocast: the hf-peft stack models autocast", "stack");
-    if (fused_lm_head)
-      throw InputError("the lorasim stack has no fused LM head: the hf-peft stack models TRL's", "stack");
-    if (attn_impl != AttnImpl::sdpa)
-      throw InputError(std::string("the lorasim stack has one attention implementation (sdpa), not ") +
-                       attn_impl_name(attn_impl) + ": the hf-peft stack models the others", "stack");
-  }
+  training_stack(kind).validate(*this);
 }
 
-std::string StackSpec::describe() const {
-  if (kind == StackKind::lorasim) return std::string(stack_name(kind)) + " (LibTorch runner)";
-  char dropout[32];
-  std::snprintf(dropout, sizeof dropout, "%g", lora_dropout);
-  return std::string(stack_name(kind)) + " (" + attn_impl_name(attn_impl) + ", dropout " + dropout + ", " +
-         (autocast ? "autocast" : "no autocast") + ", " + allocator_name(allocator) + " allocator" +
-         (fused_lm_head ? ", fused LM head" : "") + ")";
-}
+std::string StackSpec::describe() const { return training_stack(kind).describe(*this); }
 
-const char* stack_name(StackKind k) { return k == StackKind::lorasim ? "lorasim" : "hf-peft"; }
+const char* stack_name(StackKind k) { return training_stack(k).name(); }
 
 const char* attn_impl_name(AttnImpl a) {
   switch (a) {

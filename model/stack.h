@@ -11,6 +11,10 @@ enum class StackKind {
   hf_peft,  ///< Hugging Face Transformers (Trainer, TRL's SFTTrainer or a plain loop) + PEFT
   lorasim,  ///< lorasim's own LibTorch runner (calibrate/)
 };
+/// How many stacks there are: the coefficient table holds one entry per stack per row.
+inline constexpr int kStackCount = 2;
+/// The stack's position in per-stack arrays.
+inline constexpr int stack_index(StackKind k) { return static_cast<int>(k); }
 
 /// Attention implementation, as transformers' `attn_implementation` names it.
 enum class AttnImpl { sdpa, eager, flash_attention_2 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
@@ -11,6 +12,7 @@
 #include "model/cost_model.h"
 #include "model/error.h"
 #include "model/lengths.h"
+#include "model/training_stack.h"
 
 namespace lorasim::sim {
 
@@ -140,6 +142,13 @@ int64_t worst_row_tokens(const model::WorstMicroBatch& w, const model::Padding& 
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
+/// As simulate() writes a share in its notes: "20%".
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
+  return buf;
+}
+
 }  // namespace
 
 double varying_shape_share(model::AllocatorMode allocator, bool bound) {
@@ -167,12 +176,15 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   out.result = simulate(fixed);
   Result& res = out.result;
   std::vector<std::string> notes;
+  // The notes that rest on the splits' figures are made again below from the lengths' figures.
+  CostCache cache(r.workload, r.hardware);
+  const std::string host_bound_note = model::training_stack(r.workload.stack.kind)
+                                          .host_bound_note(percent(cache.at(1).model().c.host_spread));
   for (const auto& n : res.notes)
-    if (!starts_with(n, "the recommended split is host-bound") && !starts_with(n, "host-bound splits vary") &&
+    if (!starts_with(n, "the recommended split is host-bound") && n != host_bound_note &&
         !starts_with(n, "no split fits"))
       notes.push_back(n);
 
-  CostCache cache(r.workload, r.hardware);
   std::mt19937_64 rng(o.seed);
   const bool varying = shapes_vary(d, padding);
   const model::AllocatorMode allocator = r.workload.stack.allocator;
@@ -283,14 +295,14 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     notes.push_back("the recommended split is host-bound (the CPU's operator dispatch sets its pace): "
                     "such times follow the CPU's speed, which drifts between runs far more than "
                     "device-bound times do (docs/cost-model.md lists the limits)");
-  if (r.workload.stack.kind == model::StackKind::hf_peft &&
-      std::any_of(res.splits.begin(), res.splits.end(), [](const Split& x) { return x.host_bound; }))
-    notes.push_back("host-bound splits vary with the CPU's speed: their range is ±" +
-                    std::to_string(static_cast<int>(std::lround(r.hardware.hf_peft.host_spread * 100))) +
-                    "% (host_spread of the profile)");
+  if (std::any_of(res.splits.begin(), res.splits.end(), [](const Split& x) { return x.host_bound; })) {
+    const std::string n = host_bound_note;
+    if (!n.empty()) notes.push_back(n);
+  }
   if (!res.recommended)
     notes.push_back("no split's worst micro-batch (its longest sequences together) fits in the usable memory: "
-                    "try --grad-ckpt, a smaller --max-length, a smaller --lora-rank, or a GPU with more memory");
+                    "gradient checkpointing, a shorter maximum length, a smaller LoRA rank or a GPU with more "
+                    "memory lower what it needs");
   res.notes = notes;
   return out;
 }

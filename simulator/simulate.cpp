@@ -8,6 +8,7 @@
 #include "model/checked.h"
 #include "model/cost_model.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::sim {
 
@@ -82,12 +83,12 @@ Result simulate(const Request& r) {
   Result out;
   out.memory_limit_bytes = static_cast<double>(r.memory_limit_bytes > 0 ? r.memory_limit_bytes
                                                                          : r.hardware.memory_bytes);
-  out.usable_memory_bytes =
-      out.memory_limit_bytes * (1 - r.safety_margin) - r.hardware.memory.context_bytes;
+  const model::Coefficients& c = cost.model().c;  // the table's values for the workload's stack
+  out.usable_memory_bytes = out.memory_limit_bytes * (1 - r.safety_margin) - c.context_bytes;
   if (out.usable_memory_bytes <= 0)
     throw InputError("no memory is usable: the memory limit of " + mib(out.memory_limit_bytes) + " less the " +
                      percent(r.safety_margin) + " safety margin is below the " +
-                     mib(static_cast<double>(r.hardware.memory.context_bytes)) + " CUDA context of the " +
+                     mib(c.context_bytes) + " CUDA context of the " +
                      r.hardware.display_name + ": raise the memory limit");
 
   for (int64_t b : divisors(r.effective_batch)) {
@@ -136,26 +137,18 @@ Result simulate(const Request& r) {
   if (!r.hardware.calibrated)
     out.notes.push_back("profile '" + r.hardware.name +
                         "' is a datasheet prior, not a calibration: step times may be off by ~" +
-                        percent(r.hardware.expected_time_error) + " and memory by ~" +
-                        percent(r.hardware.expected_memory_error) +
+                        percent(r.hardware.value("expected_time_error")) + " and memory by ~" +
+                        percent(r.hardware.value("expected_memory_error")) +
                         " (run `lorasim calibrate` on this GPU for a calibrated profile)");
   if (!r.hardware.bf16_supported && r.workload.train.precision == model::Precision::fp16)
     out.notes.push_back("the " + r.hardware.display_name + " has no bf16: fp16 mixed precision assumed");
-  const bool hf = r.workload.stack.kind == model::StackKind::hf_peft;
-  if (hf && !r.hardware.hf_peft.calibrated)
-    out.notes.push_back("the hf-peft stack's terms of '" + r.hardware.name +
-                        "' are priors (the H200's calibration): host time may be off by ~" +
-                        percent(r.hardware.hf_peft.expected_time_error) +
-                        " (run `lorasim calibrate --stack hf-peft` on this machine)");
-  if (r.hardware.overlap == model::Overlap::max && !hf)
-    out.notes.push_back("reserved memory assumes PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (what "
-                        "`lorasim calibrate` runs with); PyTorch's default allocator can hold up to one "
-                        "more fp32 logits buffer (b x seq x vocab x 4 bytes)");
-  if (hf)
-    out.notes.push_back(std::string("memory of Transformers + PEFT as a Trainer step runs it (") +
-                        model::allocator_name(r.workload.stack.allocator) +
-                        " allocator); `fits` adds the stack's expected memory error (" +
-                        percent(r.hardware.hf_peft.expected_memory_error) + ") and one logits tensor of slack");
+  const model::TrainingStack& stack = model::training_stack(r.workload.stack.kind);
+  auto note = [&out](std::string text) {
+    if (!text.empty()) out.notes.push_back(std::move(text));
+  };
+  if (!r.hardware.origin(r.workload.stack.kind).calibrated)
+    note(stack.prior_note(r.hardware.name, percent(c.expected_time_error)));
+  note(stack.memory_note(r.workload.stack, r.hardware.overlap == model::Overlap::max, percent(c.expected_memory_error)));
   if (r.workload.train.precision != r.hardware.coefficients_precision)
     out.notes.push_back(std::string("profile rates were fitted in ") +
                         model::precision_name(r.hardware.coefficients_precision) + "; " +
@@ -167,13 +160,12 @@ Result simulate(const Request& r) {
     out.notes.push_back("the recommended split is host-bound (the CPU's operator dispatch sets its pace): "
                         "such times follow the CPU's speed, which drifts between runs far more than "
                         "device-bound times do (docs/cost-model.md lists the limits)");
-  if (hf && std::any_of(out.splits.begin(), out.splits.end(), [](const Split& s) { return s.host_bound; }))
-    out.notes.push_back("host-bound splits vary with the CPU's speed: their range is ±" +
-                        percent(r.hardware.hf_peft.host_spread) + " (host_spread of the profile)");
+  if (std::any_of(out.splits.begin(), out.splits.end(), [](const Split& s) { return s.host_bound; }))
+    note(stack.host_bound_note(percent(c.host_spread)));
   if (!out.recommended)
     out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
-                        " usable: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
-                        "or a GPU with more memory");
+                        " usable: gradient checkpointing, a shorter sequence length, a smaller LoRA rank "
+                        "or a GPU with more memory lower what a split needs");
   return out;
 }
 

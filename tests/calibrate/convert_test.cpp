@@ -66,14 +66,14 @@ TEST(ConvertTest, ExpectedErrorsAreTwiceTheFitResidualsAboveTheFloors) {
   fit.reserved_rms_rel = 0.0625;
   model::HardwareModel hw;
   set_expected_errors(hw, fit);
-  EXPECT_EQ(hw.expected_time_error, 0.25);
-  EXPECT_EQ(hw.expected_memory_error, 0.125);
+  EXPECT_EQ(hw.value("expected_time_error"), 0.25);
+  EXPECT_EQ(hw.value("expected_memory_error"), 0.125);
 
   fit.time_rms_rel = 0.01;  // a near-perfect fit still claims the floors
   fit.reserved_rms_rel = 0;
   set_expected_errors(hw, fit);
-  EXPECT_EQ(hw.expected_time_error, kMinExpectedTimeError);
-  EXPECT_EQ(hw.expected_memory_error, kMinExpectedMemoryError);
+  EXPECT_EQ(hw.value("expected_time_error"), kMinExpectedTimeError);
+  EXPECT_EQ(hw.value("expected_memory_error"), kMinExpectedMemoryError);
 }
 
 }  // namespace

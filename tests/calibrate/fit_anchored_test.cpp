@@ -34,9 +34,9 @@ bool is_device(const model::Coefficient& c) {
 // `hw` with every host term times kh and every device term times kd.
 model::HardwareModel scaled(model::HardwareModel hw, double kh, double kd) {
   for (const model::Coefficient& c : model::coefficient_table()) {
-    if (!c.time || c.form == model::Form::ratio) continue;
+    if (!lorasim::testing::in_time(c) || c.form == model::Form::ratio) continue;
     const double k = is_host(c) ? kh : is_device(c) ? kd : 1;
-    c.of(hw) = c.form == model::Form::rate ? c.of(hw) / k : c.of(hw) * k;
+    lorasim::testing::of(c, hw) = c.form == model::Form::rate ? lorasim::testing::of(c, hw) / k : lorasim::testing::of(c, hw) * k;
   }
   return hw;
 }
@@ -80,8 +80,8 @@ TEST(AnchoredFitTest, RecoversHostAndDeviceScalesAndKeepsTheRest) {
   EXPECT_NEAR(group(rep, "device")->scale, 0.9, 1e-6);
   for (const model::Coefficient& c : model::coefficient_table()) {
     // The memory came from the base: its scales fit to 1, and nothing else moves.
-    EXPECT_NEAR(c.of(rep.hardware), c.of(truth), 1e-6 * std::max(1.0, std::fabs(c.of(truth)))) << c.name;
-    EXPECT_EQ(moved(rep, c.name), c.time && c.of(base) != 0 && (is_host(c) || is_device(c)) &&
+    EXPECT_NEAR(lorasim::testing::of(c, rep.hardware), lorasim::testing::of(c, truth), 1e-6 * std::max(1.0, std::fabs(lorasim::testing::of(c, truth)))) << c.name;
+    EXPECT_EQ(moved(rep, c.name), lorasim::testing::in_time(c) && lorasim::testing::of(c, base) != 0 && (is_host(c) || is_device(c)) &&
                                       c.form != model::Form::ratio)
         << c.name;
   }
@@ -101,8 +101,8 @@ TEST(AnchoredFitTest, HostBoundRowsMoveOnlyTheHostGroup) {
   EXPECT_FALSE(group(rep, "device")->identified);
   EXPECT_EQ(group(rep, "device")->scale, 1.0);
   for (const model::Coefficient& c : model::coefficient_table()) {
-    if (c.time && !is_host(c)) {
-      EXPECT_EQ(c.of(rep.hardware), c.of(base)) << c.name;
+    if (lorasim::testing::in_time(c) && !is_host(c)) {
+      EXPECT_EQ(lorasim::testing::of(c, rep.hardware), lorasim::testing::of(c, base)) << c.name;
     }
   }
 }
@@ -110,8 +110,8 @@ TEST(AnchoredFitTest, HostBoundRowsMoveOnlyTheHostGroup) {
 TEST(AnchoredFitTest, SeparatesMemoryTermsOnlyWhenTheRowsDo) {
   const model::HardwareModel base = test_gpu();
   model::HardwareModel truth = base;
-  truth.memory.saved_scale *= 1.2;
-  truth.memory.logits_scale *= 0.8;
+  truth.value("saved_scale") *= 1.2;
+  truth.value("logits_scale") *= 0.8;
   // One workload: the saved activations and the loss's buffers grow together, so the rows
   // identify one activation scale, not two.
   std::vector<calib::Measurement> one;
@@ -120,8 +120,8 @@ TEST(AnchoredFitTest, SeparatesMemoryTermsOnlyWhenTheRowsDo) {
   ASSERT_TRUE(group(r1, "activations"));
   EXPECT_TRUE(group(r1, "activations")->identified);
   EXPECT_FALSE(group(r1, "saved"));
-  EXPECT_NEAR(r1.hardware.memory.saved_scale / r1.hardware.memory.logits_scale,
-              base.memory.saved_scale / base.memory.logits_scale, 1e-9);
+  EXPECT_NEAR(r1.hardware.value("saved_scale") / r1.hardware.value("logits_scale"),
+              base.value("saved_scale") / base.value("logits_scale"), 1e-9);
   // Models of other depths and vocabularies separate them.
   std::vector<calib::Measurement> many = one;
   for (int64_t b : {1, 8}) {
@@ -160,18 +160,18 @@ TEST(AnchoredFitTest, ThreeRunsOfOneWorkloadNeverWriteASentinel) {
   const calib::FitReport full = calib::fit_profile(rows, base, calib::FitMode::full);
   bool full_has_sentinel = false;
   for (const model::Coefficient& c : model::coefficient_table())
-    full_has_sentinel |= c.form == model::Form::rate && c.of(full.hardware) >= model::kNoCostRate;
+    full_has_sentinel |= c.form == model::Form::rate && lorasim::testing::of(c, full.hardware) >= model::kNoCostRate;
   EXPECT_TRUE(full_has_sentinel) << "the full fit no longer degenerates: this test lost its point";
 
   const calib::FitReport rep = calib::fit_profile(rows, base, calib::FitMode::automatic);
   EXPECT_TRUE(rep.anchored);
   for (const model::Coefficient& c : model::coefficient_table()) {
-    const double v = c.of(rep.hardware);
+    const double v = lorasim::testing::of(c, rep.hardware);
     EXPECT_TRUE(std::isfinite(v)) << c.name;
     if (c.form == model::Form::rate) {
       EXPECT_LT(v, model::kNoCostRate) << c.name;
     }
-    if (c.of(base) != 0) {
+    if (lorasim::testing::of(c, base) != 0) {
       EXPECT_GT(v, 0) << c.name << " became 0";
     }
   }
@@ -200,5 +200,5 @@ TEST(AnchoredFitTest, RunnerRowsWithAHostDeviceSplitGetTheFullFit) {
   const calib::FitReport f = calib::fit_profile(rows, hw, calib::FitMode::full);
   EXPECT_FALSE(a.anchored);
   EXPECT_TRUE(a.scales.empty());
-  for (const model::Coefficient& c : model::coefficient_table()) EXPECT_EQ(c.of(a.hardware), c.of(f.hardware)) << c.name;
+  for (const model::Coefficient& c : model::coefficient_table()) EXPECT_EQ(lorasim::testing::of(c, a.hardware), lorasim::testing::of(c, f.hardware)) << c.name;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "calibrate/fit.h"
+#include "calibrate/fit_internal.h"
 #include "calibrate/hf_plan.h"
 #include "hwprofiles/builtin.h"
 #include "hwprofiles/profile.h"
@@ -33,24 +34,33 @@ model::Workload reference(const std::string& name = "qwen3-1.7b") {
 
 model::HardwareModel h200() { return hw::builtin_profile("h200").hw; }
 
+constexpr model::StackKind kHf = model::StackKind::hf_peft;
+
 // Terms unlike the priors, so that a fit that returns its starting point fails.
-model::StackTerms truth_terms() {
-  model::StackTerms t;
-  t.host_fixed_s = 2.5e-3;
-  t.host_per_op_s = 9.0e-5;
-  t.recompute_host_share = 1.6;
-  t.device_scale = 1.25;
-  t.head_device_scale = 1.6;
-  t.optimizer_fixed_s = 4.0e-3;
-  t.optimizer_per_tensor_s = 2.0e-5;
-  t.saved_scale = 1.04;
-  t.logits_scale = 0.93;
-  t.workspace_bytes = 3.0e8;
-  t.reserved_overhead_bytes = 6.0e8;
-  t.reserved_activation_share = 0.05;
-  t.reserved_logits_share = 0.4;
-  t.calibrated = true;
-  return t;
+void set_truth_terms(model::HardwareModel& hw) {
+  auto t = [&](const char* name) -> double& { return hw.value(name, kHf); };
+  t("host_fixed_s") = 2.5e-3;
+  t("host_per_op_s") = 9.0e-5;
+  t("recompute_host_share") = 1.6;
+  t("device_scale") = 1.25;
+  t("head_device_scale") = 1.6;
+  t("optimizer_fixed_s") = 4.0e-3;
+  t("optimizer_per_tensor_s") = 2.0e-5;
+  t("saved_scale") = 1.04;
+  t("logits_scale") = 0.93;
+  t("workspace_bytes") = 3.0e8;
+  t("reserved_overhead_bytes") = 6.0e8;
+  t("reserved_activation_share") = 0.05;
+  t("reserved_logits_share") = 0.4;
+  hw.origin(kHf).calibrated = true;
+}
+
+// Every number of [stack.hf-peft].
+std::vector<const model::StoredValue*> stack_values() {
+  std::vector<const model::StoredValue*> v;
+  for (const model::StoredValue& s : model::stored_values())
+    if (std::string(s.entry().section) == "stack.hf-peft") v.push_back(&s);
+  return v;
 }
 
 // A row as the probe would measure it on a device that `hw` describes exactly.
@@ -84,7 +94,7 @@ void expect_near_rel(double actual, double expected, double rel, const char* nam
 }
 
 void expect_gpu_half_unchanged(const FitReport& rep, const model::HardwareModel& base) {
-  for (const model::Coefficient& c : model::coefficient_table()) EXPECT_EQ(c.of(rep.hardware), c.of(base)) << c.name;
+  for (const model::Coefficient& c : model::coefficient_table()) EXPECT_EQ(lorasim::testing::of(c, rep.hardware), lorasim::testing::of(c, base)) << c.name;
   EXPECT_EQ(rep.hardware.calibrated, base.calibrated);
   for (const MovedCoefficient& m : rep.moved) EXPECT_EQ(m.name.rfind("stack.hf-peft.", 0), 0u) << m.name;
 }
@@ -100,23 +110,19 @@ bool moved(const FitReport& rep, const std::string& name) {
 TEST(FitStackTest, CalibrationPlanRowsGiveTheStackTermsBack) {
   const model::HardwareModel base = h200();  // the GPU half, with the priors' stack terms
   model::HardwareModel truth = base;
-  truth.hf_peft = truth_terms();
+  set_truth_terms(truth);
   const std::vector<Measurement> rows = plan_rows(truth, true, reference());
   const FitReport rep = fit_profile(rows, base, FitMode::automatic);
   EXPECT_FALSE(rep.anchored);
-  const model::StackTerms& got = rep.hardware.hf_peft;
-  const model::StackTerms want = truth_terms();
   // Exact data the model can represent: the linear solves give it back to rounding.
   for (const char* name : {"host_fixed_s", "host_per_op_s", "recompute_host_share", "device_scale",
                            "head_device_scale", "optimizer_fixed_s", "optimizer_per_tensor_s", "saved_scale",
                            "logits_scale", "workspace_bytes", "reserved_overhead_bytes",
                            "reserved_activation_share", "reserved_logits_share"}) {
-    const model::StackTerm* t = model::find_stack_term(name);
-    ASSERT_NE(t, nullptr) << name;
-    expect_near_rel(got.*t->field, want.*t->field, 1e-6, name);
+    expect_near_rel(rep.hardware.value(name, kHf), truth.value(name, kHf), 1e-6, name);
     EXPECT_TRUE(moved(rep, std::string("stack.hf-peft.") + name)) << name;
   }
-  EXPECT_TRUE(got.calibrated);
+  EXPECT_TRUE(rep.hardware.origin(kHf).calibrated);
   expect_gpu_half_unchanged(rep, base);
   EXPECT_LT(rep.time_max_rel, 1e-6);
   EXPECT_LT(rep.reserved_max_rel, 1e-6);
@@ -125,15 +131,15 @@ TEST(FitStackTest, CalibrationPlanRowsGiveTheStackTermsBack) {
 // The spreads are priors about machines, not something one machine's rows can show.
 TEST(FitStackTest, FitsKeepTheSpreads) {
   model::HardwareModel base = h200();
-  base.hf_peft.host_spread = 0.37;
-  base.hf_peft.device_spread = 0.13;
+  base.value("host_spread", model::StackKind::hf_peft) = 0.37;
+  base.value("device_spread", model::StackKind::hf_peft) = 0.13;
   model::HardwareModel truth = base;
-  truth.hf_peft = truth_terms();
+  set_truth_terms(truth);
   const std::vector<Measurement> rows = plan_rows(truth, true, reference());
   for (FitMode mode : {FitMode::full, FitMode::anchored}) {
     const FitReport rep = fit_profile(rows, base, mode);
-    EXPECT_EQ(rep.hardware.hf_peft.host_spread, 0.37);
-    EXPECT_EQ(rep.hardware.hf_peft.device_spread, 0.13);
+    EXPECT_EQ(rep.hardware.value("host_spread", model::StackKind::hf_peft), 0.37);
+    EXPECT_EQ(rep.hardware.value("device_spread", model::StackKind::hf_peft), 0.13);
     EXPECT_FALSE(moved(rep, "stack.hf-peft.host_spread"));
     EXPECT_FALSE(moved(rep, "stack.hf-peft.device_spread"));
   }
@@ -145,25 +151,25 @@ TEST(FitStackTest, SynchronousDeviceRecoversTheRecomputeShare) {
   // once, and the checkpointed rows' host part is what the device leaves of their time.
   model::HardwareModel base = lorasim::testing::test_gpu();
   base.overlap = model::Overlap::sum;
-  base.time.gemm_tflops = base.time.head_tflops = 0.2;
-  base.time.attention_tflops = 0.1;
-  base.time.memory_gbps = base.time.loss_gbps = 20;
-  base.time.per_kernel_s = 0;  // else device time is nearly proportional to the host's operators
+  base.value("gemm_tflops") = base.value("head_tflops") = 0.2;
+  base.value("attention_tflops") = 0.1;
+  base.value("memory_gbps") = base.value("loss_gbps") = 20;
+  base.value("per_kernel_s") = 0;  // else device time is nearly proportional to the host's operators
   model::HardwareModel truth = base;
-  truth.hf_peft = truth_terms();
-  truth.hf_peft.head_device_scale = truth.hf_peft.device_scale;  // the sum fit has one scale
+  set_truth_terms(truth);
+  truth.value("head_device_scale", model::StackKind::hf_peft) = truth.value("device_scale", model::StackKind::hf_peft);  // the sum fit has one scale
   model::Workload ref = reference("tiny");
   ref.train.seq_len = 32;
   ref.train.precision = model::Precision::fp32;
   ref.stack.autocast = false;
   const FitReport rep = fit_profile(plan_rows(truth, false, ref), base, FitMode::full);
-  const model::StackTerms& got = rep.hardware.hf_peft;
-  expect_near_rel(got.host_fixed_s, truth.hf_peft.host_fixed_s, 1e-6, "host_fixed_s");
-  expect_near_rel(got.host_per_op_s, truth.hf_peft.host_per_op_s, 1e-6, "host_per_op_s");
-  expect_near_rel(got.device_scale, truth.hf_peft.device_scale, 1e-6, "device_scale");
+  auto got = [&](const char* name) { return rep.hardware.value(name, kHf); };
+  expect_near_rel(got("host_fixed_s"), truth.value("host_fixed_s", model::StackKind::hf_peft), 1e-6, "host_fixed_s");
+  expect_near_rel(got("host_per_op_s"), truth.value("host_per_op_s", model::StackKind::hf_peft), 1e-6, "host_per_op_s");
+  expect_near_rel(got("device_scale"), truth.value("device_scale", model::StackKind::hf_peft), 1e-6, "device_scale");
   // One scale for blocks and head: the fitted profile must apply it to both.
-  expect_near_rel(got.head_device_scale, truth.hf_peft.head_device_scale, 1e-6, "head_device_scale");
-  expect_near_rel(got.recompute_host_share, truth.hf_peft.recompute_host_share, 1e-6, "recompute_host_share");
+  expect_near_rel(got("head_device_scale"), truth.value("head_device_scale", model::StackKind::hf_peft), 1e-6, "head_device_scale");
+  expect_near_rel(got("recompute_host_share"), truth.value("recompute_host_share", model::StackKind::hf_peft), 1e-6, "recompute_host_share");
   expect_gpu_half_unchanged(rep, base);
 }
 
@@ -188,11 +194,10 @@ TEST(FitStackTest, ThreeRowsOfOneWorkloadAnchorWithoutDegenerateTerms) {
   // 30% slower, the device runs 10% faster; the counted memory and the allocator are the same.
   const model::HardwareModel base = h200();
   model::HardwareModel truth = base;
-  model::StackTerms& slower = truth.hf_peft;
-  for (double* v : {&slower.host_fixed_s, &slower.host_per_op_s, &slower.optimizer_fixed_s, &slower.optimizer_per_tensor_s})
-    *v *= 1.3;
-  slower.device_scale *= 0.9;
-  slower.head_device_scale *= 0.9;
+  for (const char* host : {"host_fixed_s", "host_per_op_s", "optimizer_fixed_s", "optimizer_per_tensor_s"})
+    truth.value(host, kHf) *= 1.3;
+  truth.value("device_scale", kHf) *= 0.9;
+  truth.value("head_device_scale", kHf) *= 0.9;
   std::vector<Measurement> rows;
   for (auto [b, a] : {std::pair<int64_t, int64_t>{1, 16}, {4, 4}, {16, 1}}) {
     Measurement m;
@@ -205,17 +210,18 @@ TEST(FitStackTest, ThreeRowsOfOneWorkloadAnchorWithoutDegenerateTerms) {
   EXPECT_TRUE(rep.anchored);
   EXPECT_FALSE(rep.scales.empty());
   expect_gpu_half_unchanged(rep, base);
-  for (const model::StackTerm& t : model::stack_term_table()) {
-    const double v = rep.hardware.hf_peft.*t.field, before = base.hf_peft.*t.field;
-    EXPECT_TRUE(std::isfinite(v)) << t.name;
+  for (const model::StoredValue* sv : stack_values()) {
+    const char* name = sv->row->name;
+    const double v = rep.hardware.value(name, kHf), before = base.value(name, kHf);
+    EXPECT_TRUE(std::isfinite(v)) << name;
     // Nothing that had a value is zeroed, nothing becomes a "no cost" sentinel.
     if (before > 0) {
-      EXPECT_GT(v, 0.0) << t.name;
+      EXPECT_GT(v, 0.0) << name;
     }
-    EXPECT_LT(v, model::kNoCostRate / 10) << t.name;
+    EXPECT_LT(v, model::kNoCostRate / 10) << name;
   }
   for (const char* scale : {"device_scale", "head_device_scale", "saved_scale", "logits_scale"}) {
-    const double v = rep.hardware.hf_peft.*model::find_stack_term(scale)->field;
+    const double v = rep.hardware.value(scale, kHf);
     EXPECT_GT(v, 0.2) << scale;
     EXPECT_LT(v, 5.0) << scale;
   }
@@ -246,6 +252,32 @@ TEST(FitStackTest, ThreeRowsOfOneWorkloadAnchorWithoutDegenerateTerms) {
   }
   EXPECT_LT(time_err / n, 0.08);
   EXPECT_LT(worst_memory_err, 0.03);
+}
+
+}  // namespace lorasim::calib
+
+namespace lorasim::calib {
+
+// The hf-peft fit's designs are the table's columns for that stack, by row: the host line, the
+// optimizer's host terms, the allocated peak and the allocator's slack.
+TEST(FitStackTest, StackDesignsAreTheTablesColumnsForTheStack) {
+  auto names = [](const detail::Columns& cols) {
+    std::vector<std::string> n;
+    for (const model::Coefficient* c : cols) n.emplace_back(c->name);
+    return n;
+  };
+  const model::StackKind hf = model::StackKind::hf_peft;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(detail::columns({model::Term::host}, hf)), (V{"host_fixed_s", "host_per_op_s"}));
+  EXPECT_EQ(names(detail::columns({model::Term::optimizer_host}, hf)), (V{"optimizer_fixed_s", "optimizer_per_tensor_s"}));
+  EXPECT_EQ(names(detail::columns({model::Term::allocated}, hf)), (V{"saved_scale", "logits_scale", "workspace_bytes"}));
+  EXPECT_EQ(names(detail::columns({model::Term::reserved, model::Term::reserved_slack}, hf)),
+            (V{"reserved_overhead_bytes", "reserved_activation_share", "reserved_logits_share"}));
+  // The device's rows are the runner's to fit: no hf-peft design has them.
+  EXPECT_TRUE(detail::columns({model::Term::device, model::Term::device_traffic, model::Term::device_kernels,
+                               model::Term::optimizer_device},
+                              hf)
+                  .empty());
 }
 
 }  // namespace lorasim::calib

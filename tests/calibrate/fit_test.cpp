@@ -95,8 +95,8 @@ TEST(NnlsTest, HandlesColumnsOfVeryDifferentScale) {
 TEST(FitTest, RecoversStepTimeOfHeldOutFullDepthModel) {
   const model::HardwareModel truth = test_gpu();
   model::HardwareModel base = truth;
-  base.time = model::TimeCoefficients{};
-  base.memory = model::MemoryCoefficients{};
+  lorasim::testing::reset_time(base);
+  lorasim::testing::reset_memory(base);
   const calib::FitReport rep = calib::fit_profile(plan(truth, true), base);
   EXPECT_LT(rep.time_max_rel, 1e-6);
   EXPECT_TRUE(rep.hardware.calibrated);
@@ -111,10 +111,10 @@ TEST(FitTest, RecoversStepTimeOfHeldOutFullDepthModel) {
 
 TEST(FitTest, RecoversTheRecomputeHostShareFromHostBoundCheckpointedRuns) {
   model::HardwareModel truth = test_gpu();
-  truth.time.recompute_host_share = 0.45;
-  truth.time.host_per_op_s = 2e-5;  // an H200 host: the checkpointed runs below are host-bound
+  truth.value("recompute_host_share") = 0.45;
+  truth.value("host_per_op_s") = 2e-5;  // an H200 host: the checkpointed runs below are host-bound
   model::HardwareModel base = truth;
-  base.time = model::TimeCoefficients{};
+  lorasim::testing::reset_time(base);
   std::vector<calib::Measurement> rows = plan(truth, true);
   // Host-bound checkpointed runs, as the calibration's are (no host/device split).
   for (int64_t b : {1, 2}) {
@@ -123,7 +123,7 @@ TEST(FitTest, RecoversTheRecomputeHostShareFromHostBoundCheckpointedRuns) {
     rows.push_back(m);
   }
   const calib::FitReport rep = calib::fit_profile(rows, base);
-  EXPECT_NEAR(rep.hardware.time.recompute_host_share, 0.45, 1e-3);
+  EXPECT_NEAR(rep.hardware.value("recompute_host_share"), 0.45, 1e-3);
   const model::Workload full = qwen(28, 512, true);
   EXPECT_NEAR(model::CostModel(full, rep.hardware).micro_batch(1).host_s /
                   model::CostModel(full, truth).micro_batch(1).host_s, 1.0, 1e-3);
@@ -134,7 +134,7 @@ TEST(FitTest, RecoversTheRecomputeHostShareFromHostBoundCheckpointedRuns) {
 void expect_memory_recovered(const std::vector<calib::Measurement>& rows, const model::Workload& w) {
   const model::HardwareModel truth = test_gpu();
   model::HardwareModel base = truth;
-  base.memory = model::MemoryCoefficients{};
+  lorasim::testing::reset_memory(base);
   const calib::FitReport rep = calib::fit_profile(rows, base);
   EXPECT_LT(rep.reserved_max_rel, 1e-6);
   for (int64_t b : {1, 8}) {
@@ -159,7 +159,7 @@ TEST(FitTest, FitsSynchronousDeviceFromTotalsOnly) {
   model::HardwareModel truth = test_gpu();
   truth.overlap = model::Overlap::sum;
   model::HardwareModel base = truth;
-  base.time = model::TimeCoefficients{};
+  lorasim::testing::reset_time(base);
   const calib::FitReport rep = calib::fit_profile(plan(truth, false), base);
   EXPECT_LT(rep.time_max_rel, 1e-6);
 }
@@ -168,9 +168,9 @@ TEST(FitTest, FitsAsynchronousDeviceWithoutHostDeviceSplit) {
   // Only whole-step times (as from HF Trainer logs): the fitter must find which rows are
   // host-bound and which device-bound.
   model::HardwareModel truth = test_gpu();
-  truth.time.host_fixed_s = 0.02;  // host-bound at small micro-batches
+  truth.value("host_fixed_s") = 0.02;  // host-bound at small micro-batches
   model::HardwareModel base = truth;
-  base.time = model::TimeCoefficients{};
+  lorasim::testing::reset_time(base);
   std::vector<calib::Measurement> rows = plan(truth, false);
   for (auto& r : rows) {
     r.micro_batch_time_s = calib::kNotMeasured;
@@ -182,21 +182,21 @@ TEST(FitTest, FitsAsynchronousDeviceWithoutHostDeviceSplit) {
 
 TEST(FitTest, RecoversOverlapLossFromSteadyStateTimes) {
   model::HardwareModel truth = test_gpu();
-  truth.time.overlap_loss = 0.2;
+  truth.value("overlap_loss") = 0.2;
   model::HardwareModel base = truth;
-  base.time = model::TimeCoefficients{};
+  lorasim::testing::reset_time(base);
   const calib::FitReport rep = calib::fit_profile(plan(truth, true), base);
-  EXPECT_NEAR(rep.hardware.time.overlap_loss, 0.2, 1e-6);
+  EXPECT_NEAR(rep.hardware.value("overlap_loss"), 0.2, 1e-6);
   EXPECT_LT(rep.time_max_rel, 1e-6);
 }
 
 TEST(FitTest, ThreeSplitsOfOneWorkloadPredictTheOthers) {
   // What a user of another framework has: step times of a few splits of their workload.
   model::HardwareModel truth = test_gpu();
-  truth.time.host_fixed_s = 0.15;  // a Python training loop's host cost per micro-batch
+  truth.value("host_fixed_s") = 0.15;  // a Python training loop's host cost per micro-batch
   model::HardwareModel base = truth;
-  base.time = model::TimeCoefficients{};
-  base.memory = model::MemoryCoefficients{};
+  lorasim::testing::reset_time(base);
+  lorasim::testing::reset_memory(base);
   const model::Workload w = qwen(28, 512);
   std::vector<calib::Measurement> rows;
   for (int64_t b : {1, 4, 16}) {
@@ -244,15 +244,17 @@ TEST(FitTest, StepDesignColumnsAreTheTablesFeaturesAndReproduceTheModel) {
   hw.overlap = model::Overlap::sum;
   const calib::detail::Columns cols = calib::detail::columns(
       {model::Term::host, model::Term::device, model::Term::device_traffic, model::Term::device_kernels,
-       model::Term::optimizer_host, model::Term::optimizer_device});
+       model::Term::optimizer_host, model::Term::optimizer_device},
+      model::StackKind::lorasim);
   ASSERT_EQ(cols.size(), 14u);  // every time coefficient but the three fitted apart and the prior
-  const model::HardwareModel basis = calib::detail::linear_basis(hw);
+  const model::Coefficients c = model::resolve(hw, model::StackKind::lorasim);
+  const model::Coefficients basis = calib::detail::linear_basis(c, model::StackKind::lorasim);
   for (const calib::Measurement& m : plan(hw, false)) {
     const calib::detail::Row row{&m, model::features(m.workload, m.micro_batch)};
     const Eigen::VectorXd x = calib::detail::step_regressors(cols, row, basis, true, true);
     double predicted = 0;
     for (size_t k = 0; k < cols.size(); ++k) {
-      predicted += x(static_cast<Eigen::Index>(k)) * cols[k]->theta(hw);
+      predicted += x(static_cast<Eigen::Index>(k)) * cols[k]->theta(c);
       if (m.accumulation == 1) {
         EXPECT_EQ(x(static_cast<Eigen::Index>(k)), cols[k]->feature(row.f, basis)) << cols[k]->name;
       }
@@ -263,25 +265,27 @@ TEST(FitTest, StepDesignColumnsAreTheTablesFeaturesAndReproduceTheModel) {
 
 TEST(FitTest, FittedThetasSetTheTablesValues) {
   const calib::detail::Columns cols =
-      calib::detail::columns({model::Term::device, model::Term::device_traffic, model::Term::device_kernels});
+      calib::detail::columns({model::Term::device, model::Term::device_traffic, model::Term::device_kernels},
+                             model::StackKind::lorasim);
   ASSERT_EQ(cols.size(), 8u);
   Eigen::VectorXd theta(8);
   theta << 1e-4, 1 / 500e12, 256 / 500e12, 0, 1 / 300e12, 1 / 2500e9, 1 / 3000e9, 3e-6;
-  model::HardwareModel hw;
-  calib::detail::set_from_theta(cols, theta, hw);
-  EXPECT_DOUBLE_EQ(hw.time.device_fixed_s, 1e-4);
-  EXPECT_DOUBLE_EQ(hw.time.gemm_tflops, 500);
-  EXPECT_DOUBLE_EQ(hw.time.gemm_half_tokens, 256);
-  EXPECT_EQ(hw.time.head_tflops, model::kNoCostRate);  // no cost visible: the term vanishes
-  EXPECT_DOUBLE_EQ(hw.time.attention_tflops, 300);
-  EXPECT_DOUBLE_EQ(hw.time.memory_gbps, 2500);
-  EXPECT_DOUBLE_EQ(hw.time.loss_gbps, 3000);
-  EXPECT_DOUBLE_EQ(hw.time.per_kernel_s, 3e-6);
+  model::Coefficients v;
+  calib::detail::set_from_theta(cols, theta, v);
+  const auto hw = [&v](const char* name) { return model::find_coefficient(name)->of(v); };
+  EXPECT_DOUBLE_EQ(hw("device_fixed_s"), 1e-4);
+  EXPECT_DOUBLE_EQ(hw("gemm_tflops"), 500);
+  EXPECT_DOUBLE_EQ(hw("gemm_half_tokens"), 256);
+  EXPECT_EQ(hw("head_tflops"), model::kNoCostRate);  // no cost visible: the term vanishes
+  EXPECT_DOUBLE_EQ(hw("attention_tflops"), 300);
+  EXPECT_DOUBLE_EQ(hw("memory_gbps"), 2500);
+  EXPECT_DOUBLE_EQ(hw("loss_gbps"), 3000);
+  EXPECT_DOUBLE_EQ(hw("per_kernel_s"), 3e-6);
   // Only the per-GEMM cost visible: the rate vanishes and n_1/2 carries the whole term.
   theta(1) = 0;
-  calib::detail::set_from_theta(cols, theta, hw);
-  EXPECT_EQ(hw.time.gemm_tflops, model::kNoCostRate);
-  EXPECT_DOUBLE_EQ(hw.time.gemm_half_tokens / (hw.time.gemm_tflops * 1e12), 256 / 500e12);
+  calib::detail::set_from_theta(cols, theta, v);
+  EXPECT_EQ(hw("gemm_tflops"), model::kNoCostRate);
+  EXPECT_DOUBLE_EQ(hw("gemm_half_tokens") / (hw("gemm_tflops") * 1e12), 256 / 500e12);
 }
 
 TEST(FitTest, RowsOfOneConfigurationAreRefused) {

@@ -101,7 +101,7 @@ HfPlanOptions sized_for(const std::string& gpu) {
 
 double worst_need_bytes(const HfPlannedRun& r, const model::HardwareModel& hw) {
   return model::CostModel(r.planned.workload, hw).memory(r.planned.micro_batch).worst_reserved_bytes +
-         static_cast<double>(hw.memory.context_bytes);
+         static_cast<double>(hw.value("context_bytes"));
 }
 
 TEST(HfPlanTest, AnH200HoldsThePlanAsWritten) {

@@ -42,6 +42,7 @@ TEST(SimulateCliTest, RecommendTablePrintsTheHfFlags) {
 TEST(SimulateCliTest, RecommendTableSaysNoneWhenNothingFits) {
   const std::string out = ok(with({"recommend"}, {"--effective-batch", "8", "--memory-limit", "1GiB"}));
   EXPECT_NE(out.find("recommended: none"), std::string::npos) << out;
+  EXPECT_NE(out.find("try --grad-ckpt, a shorter --seq-len"), std::string::npos) << out;  // the flags, from cli/
   EXPECT_EQ(out.find("HF TrainingArguments"), std::string::npos) << out;
 }
 

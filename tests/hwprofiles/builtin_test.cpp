@@ -38,11 +38,11 @@ TEST(BuiltinProfileTest, EveryEmbeddedProfileParsesAndValidates) {
       EXPECT_EQ(p.origin_source.rfind("lorasim calibrate", 0), 0u) << p.origin_source;
       EXPECT_NE(p.calibration.find("date"), nullptr);
       EXPECT_NE(p.calibration.find("device"), nullptr);
-      EXPECT_LT(p.hw.expected_time_error, 0.5);
+      EXPECT_LT(p.hw.value("expected_time_error"), 0.5);
     } else {
       EXPECT_EQ(p.origin_source, "datasheet prior");
-      EXPECT_DOUBLE_EQ(p.hw.expected_time_error, 0.5);
-      EXPECT_DOUBLE_EQ(p.hw.expected_memory_error, 0.15);
+      EXPECT_DOUBLE_EQ(p.hw.value("expected_time_error"), 0.5);
+      EXPECT_DOUBLE_EQ(p.hw.value("expected_memory_error"), 0.15);
       EXPECT_TRUE(p.calibration.empty());
     }
     EXPECT_EQ(p.hw.overlap, model::Overlap::max);
@@ -65,12 +65,12 @@ TEST(BuiltinProfileTest, PriorsFollowTheStatedRule) {
     const model::HardwareModel hw = builtin_profile(name).hw;
     if (hw.calibrated) continue;  // fitted coefficients replace the rule
     const double peak = hw.peak_tflops(hw.coefficients_precision);
-    EXPECT_NEAR(hw.time.gemm_tflops, 0.55 * peak, 1e-9 * peak);
-    EXPECT_NEAR(hw.time.attention_tflops, 0.35 * peak, 1e-9 * peak);
-    EXPECT_NEAR(hw.time.head_tflops, 0.7 * peak, 1e-9 * peak);
-    EXPECT_NEAR(hw.time.loss_gbps, 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
-    EXPECT_NEAR(hw.time.memory_gbps, 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
-    EXPECT_NEAR(hw.time.optimizer_per_param_s, 28 / (hw.time.memory_gbps * 1e9), 1e-25);
+    EXPECT_NEAR(hw.value("gemm_tflops"), 0.55 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.value("attention_tflops"), 0.35 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.value("head_tflops"), 0.7 * peak, 1e-9 * peak);
+    EXPECT_NEAR(hw.value("loss_gbps"), 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
+    EXPECT_NEAR(hw.value("memory_gbps"), 0.6 * hw.hbm_bandwidth_gbps, 1e-9 * hw.hbm_bandwidth_gbps);
+    EXPECT_NEAR(hw.value("optimizer_per_param_s"), 28 / (hw.value("memory_gbps") * 1e9), 1e-25);
   }
 }
 

@@ -59,7 +59,7 @@ TEST(MatchTest, CpuProfileIsSynchronousFp32WithoutAContext) {
   EXPECT_FALSE(p.hw.bf16_supported);
   EXPECT_EQ(p.hw.overlap, model::Overlap::sum);
   EXPECT_EQ(p.hw.coefficients_precision, model::Precision::fp32);
-  EXPECT_EQ(p.hw.memory.context_bytes, 0);
+  EXPECT_EQ(p.hw.value("context_bytes"), 0);
   EXPECT_EQ(base_profile_for({"", false, kGiB}).hw.display_name, "CPU");
 }
 

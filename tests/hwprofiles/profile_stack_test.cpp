@@ -6,7 +6,7 @@
 #include "hwprofiles/builtin.h"
 #include "hwprofiles/profile.h"
 #include "model/error.h"
-#include "model/stack_terms.h"
+#include "model/coefficients.h"
 
 namespace lorasim::hw {
 namespace {
@@ -30,28 +30,42 @@ std::string parse_error(const std::string& text) {
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Values with no short decimal form, so that an inexact writer shows.
+constexpr model::StackKind kHf = model::StackKind::hf_peft;
+
+// Every number of [stack.hf-peft]: the table's values the stack stores itself.
+std::vector<const model::StoredValue*> stack_values() {
+  std::vector<const model::StoredValue*> v;
+  for (const model::StoredValue& s : model::stored_values())
+    if (std::string(s.entry().section) == "stack.hf-peft") v.push_back(&s);
+  return v;
+}
+double prior(const char* name) { return model::find_coefficient(name)->in(kHf).prior; }
+
 Profile with_fitted_stack() {
   Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
-  model::StackTerms& t = p.hw.hf_peft;
-  t.host_fixed_s = 1.0 / 3.0 * 1e-3;
-  t.host_per_op_s = 8.123456789012345e-05;
-  t.recompute_host_share = 2.0 / 7.0;
-  t.device_scale = 1.1234567890123457;
-  t.head_device_scale = 1.0 / 0.7;
-  t.optimizer_fixed_s = 4.4e-3;
-  t.optimizer_per_tensor_s = 3.3e-5;
-  t.saved_scale = 0.9876543210987654;
-  t.logits_scale = 1.0000000000000002;
-  t.workspace_bytes = 123456789.5;
-  t.reserved_overhead_bytes = 6.02e8;
-  t.reserved_activation_share = 0.07;
-  t.reserved_logits_share = 0.3;
-  t.expected_time_error = 0.05;
-  t.expected_memory_error = 0.03;
-  t.host_spread = 0.2345678901234567;
-  t.device_spread = 1.0 / 11.0;
-  t.calibrated = true;
-  t.source = "lorasim calibrate --stack hf-peft, 2025-01-01";
+  struct {
+    model::HardwareModel& hw;
+    double& get(const char* n) { return hw.value(n, kHf); }
+  } t{p.hw};
+  t.get("host_fixed_s") = 1.0 / 3.0 * 1e-3;
+  t.get("host_per_op_s") = 8.123456789012345e-05;
+  t.get("recompute_host_share") = 2.0 / 7.0;
+  t.get("device_scale") = 1.1234567890123457;
+  t.get("head_device_scale") = 1.0 / 0.7;
+  t.get("optimizer_fixed_s") = 4.4e-3;
+  t.get("optimizer_per_tensor_s") = 3.3e-5;
+  t.get("saved_scale") = 0.9876543210987654;
+  t.get("logits_scale") = 1.0000000000000002;
+  t.get("workspace_bytes") = 123456789.5;
+  t.get("reserved_overhead_bytes") = 6.02e8;
+  t.get("reserved_activation_share") = 0.07;
+  t.get("reserved_logits_share") = 0.3;
+  t.get("expected_time_error") = 0.05;
+  t.get("expected_memory_error") = 0.03;
+  t.get("host_spread") = 0.2345678901234567;
+  t.get("device_spread") = 1.0 / 11.0;
+  p.hw.origin(kHf).calibrated = true;
+  p.hw.origin(kHf).source = "lorasim calibrate --stack hf-peft, 2025-01-01";
   return p;
 }
 
@@ -66,32 +80,32 @@ TEST(ProfileStackTest, FittedStackTermsRoundTripExactly) {
   EXPECT_TRUE(contains(text, "[stack.hf-peft]")) << text;
   const Profile back = parse_profile(text, "test.toml");
   EXPECT_EQ(back, p);
-  for (const model::StackTerm& t : model::stack_term_table())
-    EXPECT_EQ(back.hw.hf_peft.*t.field, p.hw.hf_peft.*t.field) << t.name;
-  EXPECT_EQ(back.hw.hf_peft.source, p.hw.hf_peft.source);
+  for (const model::StoredValue* v : stack_values())
+    EXPECT_EQ(back.hw.value(*v->row, kHf), p.hw.value(*v->row, kHf)) << v->row->name;
+  EXPECT_EQ(back.hw.origin(model::StackKind::hf_peft).source, p.hw.origin(model::StackKind::hf_peft).source);
   EXPECT_EQ(to_toml(back), text);
 }
 
 TEST(ProfileStackTest, EqualityComparesEveryStackTerm) {
   const Profile p = with_fitted_stack();
-  for (const model::StackTerm& t : model::stack_term_table()) {
+  for (const model::StoredValue* v : stack_values()) {
     Profile q = p;
-    q.hw.hf_peft.*t.field *= 1.5;
-    EXPECT_NE(q, p) << t.name;
+    q.hw.value(*v->row, kHf) *= 1.5;
+    EXPECT_NE(q, p) << v->row->name;
   }
   Profile q = p;
-  q.hw.hf_peft.calibrated = false;
+  q.hw.origin(model::StackKind::hf_peft).calibrated = false;
   EXPECT_NE(q, p);
   q = p;
-  q.hw.hf_peft.source = "other";
+  q.hw.origin(model::StackKind::hf_peft).source = "other";
   EXPECT_NE(q, p);
 }
 
 TEST(ProfileStackTest, HandWrittenUncalibratedTableRoundTrips) {
   // A table a user wrote (not calibrated, their own source) is kept on write.
   const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
-  EXPECT_EQ(p.hw.hf_peft.host_per_op_s, 1e-4);
-  EXPECT_FALSE(p.hw.hf_peft.calibrated);
+  EXPECT_EQ(p.hw.value("host_per_op_s", model::StackKind::hf_peft), 1e-4);
+  EXPECT_FALSE(p.hw.origin(model::StackKind::hf_peft).calibrated);
   EXPECT_EQ(parse_profile(to_toml(p), "test.toml"), p);
 }
 
@@ -99,19 +113,19 @@ TEST(ProfileStackTest, ChangedTermsWithThePriorsSourceStillRoundTrip) {
   // parse_profile(to_toml(p)) == p is profile.h's promise for every p; a table whose numbers
   // differ from the priors but whose provenance was left at its defaults must not be dropped.
   Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
-  p.hw.hf_peft.host_per_op_s = 1e-4;
-  ASSERT_FALSE(p.hw.hf_peft.calibrated);
-  ASSERT_EQ(p.hw.hf_peft.source, model::StackTerms{}.source);
+  p.hw.value("host_per_op_s", model::StackKind::hf_peft) = 1e-4;
+  ASSERT_FALSE(p.hw.origin(model::StackKind::hf_peft).calibrated);
+  ASSERT_EQ(p.hw.origin(model::StackKind::hf_peft).source, model::StackOrigin{}.source);
   EXPECT_EQ(parse_profile(to_toml(p), "test.toml"), p) << to_toml(p);
 }
 
 TEST(ProfileStackTest, ProfileWithoutTheTableReadsThePriorsAndWritesNoTable) {
   const Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
-  const model::StackTerms defaults;
-  for (const model::StackTerm& t : model::stack_term_table())
-    EXPECT_EQ(p.hw.hf_peft.*t.field, defaults.*t.field) << t.name;
-  EXPECT_FALSE(p.hw.hf_peft.calibrated);
-  EXPECT_EQ(p.hw.hf_peft.source, defaults.source);
+  const model::StackOrigin defaults;
+  for (const model::StoredValue* v : stack_values())
+    EXPECT_EQ(p.hw.value(*v->row, kHf), v->entry().prior) << v->row->name;
+  EXPECT_FALSE(p.hw.origin(model::StackKind::hf_peft).calibrated);
+  EXPECT_EQ(p.hw.origin(model::StackKind::hf_peft).source, defaults.source);
   const std::string text = to_toml(p);
   EXPECT_FALSE(contains(text, "[stack")) << text;
   EXPECT_EQ(parse_profile(text, "test.toml"), p);
@@ -119,8 +133,8 @@ TEST(ProfileStackTest, ProfileWithoutTheTableReadsThePriorsAndWritesNoTable) {
 
 TEST(ProfileStackTest, PartialTableKeepsThePriorsOfTheKeysItLacks) {
   const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
-  EXPECT_EQ(p.hw.hf_peft.device_scale, model::StackTerms{}.device_scale);
-  EXPECT_EQ(p.hw.hf_peft.source, "hand");
+  EXPECT_EQ(p.hw.value("device_scale", model::StackKind::hf_peft), prior("device_scale"));
+  EXPECT_EQ(p.hw.origin(model::StackKind::hf_peft).source, "hand");
 }
 
 TEST(ProfileStackTest, SpreadsAreWrittenAndReadBack) {
@@ -129,18 +143,18 @@ TEST(ProfileStackTest, SpreadsAreWrittenAndReadBack) {
   EXPECT_TRUE(contains(text, "host_spread = 0.2345678901234567\n")) << text;
   EXPECT_TRUE(contains(text, "device_spread = ")) << text;
   const Profile back = parse_profile(text, "test.toml");
-  EXPECT_EQ(back.hw.hf_peft.host_spread, 0.2345678901234567);
-  EXPECT_EQ(back.hw.hf_peft.device_spread, 1.0 / 11.0);
+  EXPECT_EQ(back.hw.value("host_spread", model::StackKind::hf_peft), 0.2345678901234567);
+  EXPECT_EQ(back.hw.value("device_spread", model::StackKind::hf_peft), 1.0 / 11.0);
 }
 
 TEST(ProfileStackTest, TableWithoutSpreadsReadsTheirPriors) {
   // Profiles written before the spreads existed (hwprofiles/h200.toml among them).
   const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
-  EXPECT_EQ(p.hw.hf_peft.host_spread, 0.20);
-  EXPECT_EQ(p.hw.hf_peft.device_spread, 0.10);
+  EXPECT_EQ(p.hw.value("host_spread", model::StackKind::hf_peft), 0.20);
+  EXPECT_EQ(p.hw.value("device_spread", model::StackKind::hf_peft), 0.10);
   const Profile h200 = builtin_profile("h200");
-  EXPECT_EQ(h200.hw.hf_peft.host_spread, model::StackTerms{}.host_spread);
-  EXPECT_EQ(h200.hw.hf_peft.device_spread, model::StackTerms{}.device_spread);
+  EXPECT_EQ(h200.hw.value("host_spread", model::StackKind::hf_peft), prior("host_spread"));
+  EXPECT_EQ(h200.hw.value("device_spread", model::StackKind::hf_peft), prior("device_spread"));
 }
 
 TEST(ProfileStackTest, SpreadsOutsideZeroToOneAreRefusedNamingTheirPath) {

@@ -75,10 +75,10 @@ TEST(ProfileTest, BuiltinH100ReadsItsDatasheetFigures) {
   EXPECT_EQ(p.hw.memory_bytes, int64_t{81559} * 1048576);
   EXPECT_DOUBLE_EQ(p.hw.peak_bf16_tflops, 989);
   EXPECT_DOUBLE_EQ(p.hw.hbm_bandwidth_gbps, 3350);
-  EXPECT_DOUBLE_EQ(p.hw.time.gemm_tflops, 0.55 * 989);
-  EXPECT_DOUBLE_EQ(p.hw.time.memory_gbps, 0.6 * 3350);
-  EXPECT_DOUBLE_EQ(p.hw.time.optimizer_per_param_s, 28 / (0.6 * 3350 * 1e9));
-  EXPECT_DOUBLE_EQ(p.hw.memory.workspace_bytes, 134217728);
+  EXPECT_DOUBLE_EQ(p.hw.value("gemm_tflops"), 0.55 * 989);
+  EXPECT_DOUBLE_EQ(p.hw.value("memory_gbps"), 0.6 * 3350);
+  EXPECT_DOUBLE_EQ(p.hw.value("optimizer_per_param_s"), 28 / (0.6 * 3350 * 1e9));
+  EXPECT_DOUBLE_EQ(p.hw.value("workspace_bytes"), 134217728);
   EXPECT_EQ(p.hw.overlap, model::Overlap::max);
   EXPECT_EQ(p.hw.coefficients_precision, model::Precision::bf16);
   EXPECT_FALSE(p.hw.calibrated);
@@ -97,10 +97,10 @@ TEST(ProfileTest, ToTomlRoundTripsEveryBuiltin) {
 TEST(ProfileTest, ToTomlRoundTripsAwkwardValues) {
   Profile p = builtin_profile("h200");
   p.hw.display_name = "quote \" backslash \\ tab \t unicode \xc3\xa9";
-  p.hw.time.gemm_tflops = 0.1 + 0.2;  // not the shortest decimal of anything simple
-  p.hw.time.host_per_op_s = 1.2345678901234567e-7;
-  p.hw.memory.workspace_bytes = 123456789.5;  // a non-integral byte count stays a float
-  p.hw.memory.context_bytes = 5e8;
+  p.hw.value("gemm_tflops") = 0.1 + 0.2;  // not the shortest decimal of anything simple
+  p.hw.value("host_per_op_s") = 1.2345678901234567e-7;
+  p.hw.value("workspace_bytes") = 123456789.5;  // a non-integral byte count stays a float
+  p.hw.value("context_bytes") = 5e8;
   p.hw.overlap = model::Overlap::sum;
   p.hw.coefficients_precision = model::Precision::fp32;
   p.hw.calibrated = true;
@@ -190,7 +190,7 @@ TEST(ProfileTest, WrongTypeIsRefusedWithPosition) {
 
 TEST(ProfileTest, IntegersAreAcceptedWhereFloatsAreExpected) {
   const Profile p = parse_profile(with_line(prior_text(), "gemm_tflops", "gemm_tflops = 500"), "f");
-  EXPECT_DOUBLE_EQ(p.hw.time.gemm_tflops, 500);
+  EXPECT_DOUBLE_EQ(p.hw.value("gemm_tflops"), 500);
 }
 
 TEST(ProfileTest, OutOfRangeValuesAreRefused) {
@@ -235,7 +235,7 @@ TEST(ProfileTest, NestedCalibrationValuesAreRefused) {
 TEST(ProfileTest, ValidateProfileNamesTheKeyWithoutAFile) {
   Profile p = builtin_profile("l4");
   p.source_text_name.clear();
-  p.hw.time.attention_tflops = -3;
+  p.hw.value("attention_tflops") = -3;
   try {
     validate_profile(p);
     FAIL() << "accepted a negative rate";
@@ -293,22 +293,26 @@ TEST(ProfileTest, AnEmptyFileIsSaidToBeEmpty) {
 }
 
 TEST(ProfileTest, EveryCoefficientOfTheTableRoundTripsThroughToml) {
-  // One distinct value per table entry, inside its range: to_toml writes each under its
-  // section and key, and parse_profile reads each back into the same field.
+  // One distinct value per stored value of the table, inside its range: to_toml writes each
+  // under its section and key, and parse_profile reads each back into the same slot.
   Profile p = builtin_profile("h100-sxm");
-  const auto& table = model::coefficient_table();
-  for (size_t i = 0; i < table.size(); ++i)
-    table[i].of(p.hw) = table[i].range == model::Range::share ? 0.03125 * static_cast<double>(i + 1)
-                                                               : 1.5 + static_cast<double>(i);
+  const auto& values = model::stored_values();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const model::Range r = values[i].entry().range;
+    const bool small = r == model::Range::share || r == model::Range::fraction || r == model::Range::relative_error;
+    p.hw.values[i] = small ? 0.9 * static_cast<double>(i + 1) / static_cast<double>(values.size() + 1)
+                          : 1.5 + static_cast<double>(i);
+  }
   const std::string text = to_toml(p);
   const Profile back = parse_profile(text, p.source_text_name);
-  for (const model::Coefficient& c : table) {
-    EXPECT_EQ(c.of(back.hw), c.of(p.hw)) << c.name;
-    const size_t section = text.find(std::string("\n[") + c.section() + "]\n");
-    const size_t key = text.find(std::string("\n") + c.name + " = ");
-    ASSERT_NE(section, std::string::npos) << c.name;
-    EXPECT_GT(key, section) << c.name << " outside [" << c.section() << "]";
-    EXPECT_EQ(text.find("\n[", section + 1), text.find("\n[", key)) << c.name << " outside its section";
+  for (size_t i = 0; i < values.size(); ++i) {
+    const model::StoredValue& v = values[i];
+    EXPECT_EQ(back.hw.values[i], p.hw.values[i]) << v.row->name;
+    const size_t section = text.find(std::string("\n[") + v.entry().section + "]\n");
+    const size_t key = text.find(std::string("\n") + v.row->name + " = ", section);
+    ASSERT_NE(section, std::string::npos) << v.row->name;
+    ASSERT_NE(key, std::string::npos) << v.row->name;
+    EXPECT_EQ(text.find("\n[", section + 1), text.find("\n[", key)) << v.row->name << " outside its section";
   }
   EXPECT_EQ(back, p);
 }
@@ -319,7 +323,7 @@ TEST(ProfileTest, AtomicWriteLeavesOnlyTheProfile) {
   Profile p = builtin_profile("a10g");
   p.hw.calibrated = true;
   write_profile_file(p, path);
-  p.hw.time.gemm_tflops = 40;  // overwrite an existing file
+  p.hw.value("gemm_tflops") = 40;  // overwrite an existing file
   write_profile_file(p, path);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"mine.toml"});
   Profile back = load_profile_file(path);
@@ -392,12 +396,12 @@ TEST(ProfileTest, RecomputeHostShareIsOptionalAndDefaultsToOne) {
   // Profiles written before the key existed keep predicting what they predicted.
   const std::string text = prior_text();
   ASSERT_EQ(text.find("recompute_host_share"), std::string::npos);
-  EXPECT_DOUBLE_EQ(parse_profile(text, "old.toml").hw.time.recompute_host_share, 1.0);
+  EXPECT_DOUBLE_EQ(parse_profile(text, "old.toml").hw.value("recompute_host_share"), 1.0);
   // Given, it is read, range-checked and written back.
   const std::string with = with_line(text, "host_per_op_s", "host_per_op_s = 2e-05\nrecompute_host_share = 0.4");
   const Profile p = parse_profile(with, "new.toml");
-  EXPECT_DOUBLE_EQ(p.hw.time.recompute_host_share, 0.4);
-  EXPECT_DOUBLE_EQ(parse_profile(to_toml(p), "again.toml").hw.time.recompute_host_share, 0.4);
+  EXPECT_DOUBLE_EQ(p.hw.value("recompute_host_share"), 0.4);
+  EXPECT_DOUBLE_EQ(parse_profile(to_toml(p), "again.toml").hw.value("recompute_host_share"), 0.4);
   EXPECT_NE(parse_error(with_line(text, "host_per_op_s", "host_per_op_s = 2e-05\nrecompute_host_share = -1")).find(
                 "[time].recompute_host_share must be >= 0"),
             std::string::npos);

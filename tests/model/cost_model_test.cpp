@@ -50,44 +50,44 @@ Features round_features() {
 }
 HardwareModel round_gpu() {
   HardwareModel hw = test_gpu();
-  hw.time.host_fixed_s = 1e-3;
-  hw.time.host_per_op_s = 1e-5;
-  hw.time.recompute_host_share = 0.5;
-  hw.time.device_fixed_s = 1e-4;
-  hw.time.gemm_tflops = 100;
-  hw.time.gemm_half_tokens = 1e6;
-  hw.time.head_tflops = 500;
-  hw.time.attention_tflops = 100;
-  hw.time.memory_gbps = 1000;
-  hw.time.loss_gbps = 1000;
-  hw.time.per_kernel_s = 1e-6;
+  hw.value("host_fixed_s") = 1e-3;
+  hw.value("host_per_op_s") = 1e-5;
+  hw.value("recompute_host_share") = 0.5;
+  hw.value("device_fixed_s") = 1e-4;
+  hw.value("gemm_tflops") = 100;
+  hw.value("gemm_half_tokens") = 1e6;
+  hw.value("head_tflops") = 500;
+  hw.value("attention_tflops") = 100;
+  hw.value("memory_gbps") = 1000;
+  hw.value("loss_gbps") = 1000;
+  hw.value("per_kernel_s") = 1e-6;
   return hw;
 }
 }  // namespace
 
 TEST(CostModelTest, MicroBatchTimeOfKnownCoefficients) {
-  const MicroBatchTime t = micro_batch_time(round_features(), round_gpu(), Precision::bf16);
+  const MicroBatchTime t = micro_batch_time(round_features(), lorasim::testing::runner(round_gpu()), Precision::bf16);
   EXPECT_NEAR(t.host_s, 1e-3 + 1e-5 * (1000 - 0.5 * 200), 1e-15);  // 10 ms
   // fixed 0.1 ms, GEMMs (1e12 + 1e6 * 1e6) / 100e12 = 20 ms, head 2 ms, attention 1 ms,
   // blocks' traffic 1 ms, loss 2 ms, per-kernel floor 1 ms.
   EXPECT_NEAR(t.device_s, 0.0271, 1e-15);
   EXPECT_NEAR(t.total_s, 0.0271, 1e-15);
   // fp32 at 60 of the bf16 peak's 1000 TFLOP/s: the FLOP terms take 1000/60 as long, the traffic not.
-  const MicroBatchTime fp32 = micro_batch_time(round_features(), round_gpu(), Precision::fp32);
+  const MicroBatchTime fp32 = micro_batch_time(round_features(), lorasim::testing::runner(round_gpu()), Precision::fp32);
   EXPECT_NEAR(fp32.device_s, 1e-4 + 0.023 * 1000 / 60 + 0.003 + 0.001, 1e-14);
 }
 
 TEST(CostModelTest, HostBoundStepIsTheHostsTimeAndDeviceBoundTheDevices) {
   HardwareModel hw = test_gpu();
   const Workload w = qwen();
-  hw.time.host_fixed_s = 10;  // far above any device time
+  hw.value("host_fixed_s") = 10;  // far above any device time
   const StepTime host = CostModel(w, hw).step(4, 2);
   EXPECT_TRUE(host.host_bound);
   EXPECT_GT(host.total_s, 20);
   EXPECT_DOUBLE_EQ(host.total_s, host.host_s);
-  hw.time.host_fixed_s = 0;
-  hw.time.host_per_op_s = 0;
-  hw.time.optimizer_fixed_s = hw.time.optimizer_per_tensor_s = 0;
+  hw.value("host_fixed_s") = 0;
+  hw.value("host_per_op_s") = 0;
+  hw.value("optimizer_fixed_s") = hw.value("optimizer_per_tensor_s") = 0;
   const StepTime device = CostModel(w, hw).step(4, 2);
   EXPECT_FALSE(device.host_bound);
   EXPECT_EQ(device.host_s, 0);
@@ -104,15 +104,15 @@ Workload hf_qwen() {
 
 TEST(CostModelTest, ZeroSpreadsMakeARangeOfOnePoint) {
   HardwareModel hw = test_gpu();
-  hw.hf_peft.host_spread = hw.hf_peft.device_spread = 0;
-  hw.time.overlap_loss = 0.25;  // the range combines as the step does, overlap loss included
+  hw.value("host_spread", lorasim::model::StackKind::hf_peft) = hw.value("device_spread", lorasim::model::StackKind::hf_peft) = 0;
+  hw.value("overlap_loss") = 0.25;  // the range combines as the step does, overlap loss included
   for (int64_t b : {1, 4, 16}) {
     const StepTime s = CostModel(hf_qwen(), hw).step(b, 16 / b);
     EXPECT_EQ(s.low_s, s.total_s);
     EXPECT_EQ(s.high_s, s.total_s);
   }
   // The lorasim stack's spreads are the profile's expected error.
-  hw.expected_time_error = 0;
+  hw.value("expected_time_error") = 0;
   const StepTime s = CostModel(qwen(), hw).step(2, 8);
   EXPECT_EQ(s.low_s, s.total_s);
   EXPECT_EQ(s.high_s, s.total_s);
@@ -120,9 +120,9 @@ TEST(CostModelTest, ZeroSpreadsMakeARangeOfOnePoint) {
 
 TEST(CostModelTest, HostBoundRangeIsTheHostsTimeOffByItsSpread) {
   HardwareModel hw = test_gpu();
-  hw.hf_peft.host_fixed_s = 1;  // far above any device time, and above it at any spread
-  hw.hf_peft.host_spread = 0.2;
-  hw.hf_peft.device_spread = 0.1;
+  hw.value("host_fixed_s", lorasim::model::StackKind::hf_peft) = 1;  // far above any device time, and above it at any spread
+  hw.value("host_spread", lorasim::model::StackKind::hf_peft) = 0.2;
+  hw.value("device_spread", lorasim::model::StackKind::hf_peft) = 0.1;
   const StepTime s = CostModel(hf_qwen(), hw).step(4, 2);
   ASSERT_TRUE(s.host_bound);
   ASSERT_GT(s.host_s * 0.8, s.device_s * 1.1);
@@ -133,10 +133,10 @@ TEST(CostModelTest, HostBoundRangeIsTheHostsTimeOffByItsSpread) {
 
 TEST(CostModelTest, DeviceBoundRangeIsTheDevicesTimeOffByItsSpread) {
   HardwareModel hw = test_gpu();
-  hw.hf_peft.host_fixed_s = hw.hf_peft.host_per_op_s = 0;
-  hw.hf_peft.optimizer_fixed_s = hw.hf_peft.optimizer_per_tensor_s = 0;
-  hw.hf_peft.host_spread = 0.2;
-  hw.hf_peft.device_spread = 0.1;
+  hw.value("host_fixed_s", lorasim::model::StackKind::hf_peft) = hw.value("host_per_op_s", lorasim::model::StackKind::hf_peft) = 0;
+  hw.value("optimizer_fixed_s", lorasim::model::StackKind::hf_peft) = hw.value("optimizer_per_tensor_s", lorasim::model::StackKind::hf_peft) = 0;
+  hw.value("host_spread", lorasim::model::StackKind::hf_peft) = 0.2;
+  hw.value("device_spread", lorasim::model::StackKind::hf_peft) = 0.1;
   const StepTime s = CostModel(hf_qwen(), hw).step(4, 2);
   ASSERT_FALSE(s.host_bound);
   EXPECT_EQ(s.low_s, s.device_s * (1 - 0.1));
@@ -146,7 +146,7 @@ TEST(CostModelTest, DeviceBoundRangeIsTheDevicesTimeOffByItsSpread) {
 TEST(CostModelTest, RangeOfASynchronousDeviceAddsBothSidesBounds) {
   HardwareModel hw = test_gpu();
   hw.overlap = Overlap::sum;
-  hw.expected_time_error = 0.3;
+  hw.value("expected_time_error") = 0.3;
   const StepTime s = CostModel(qwen(), hw).step(2, 3);
   EXPECT_DOUBLE_EQ(s.low_s, 0.7 * s.host_s + 0.7 * s.device_s);
   EXPECT_DOUBLE_EQ(s.high_s, 1.3 * s.host_s + 1.3 * s.device_s);
@@ -166,31 +166,31 @@ TEST(CostModelTest, AccumulatingMicroBatchDispatchesOneAddPerAdapterTensor) {
   HardwareModel hw = test_gpu();
   const CostModel cm(w, hw);
   const double extra = cm.micro_batch(1, true).host_s - cm.micro_batch(1).host_s;
-  EXPECT_NEAR(extra, hw.time.host_per_op_s * count_params(w.arch, w.lora).lora_tensors, 1e-15);
+  EXPECT_NEAR(extra, hw.value("host_per_op_s") * count_params(w.arch, w.lora).lora_tensors, 1e-15);
 }
 
 TEST(CostModelTest, OverlapLossAppliesOnlyBeyondTheLaunchQueue) {
   HardwareModel hw = test_gpu();
-  hw.time.overlap_loss = 0.25;
-  hw.time.launch_queue_ops = 1000;
-  EXPECT_DOUBLE_EQ(overlap_share(800, hw.time), 0.0);
-  EXPECT_DOUBLE_EQ(overlap_share(4000, hw.time), 0.75);
+  hw.value("overlap_loss") = 0.25;
+  hw.value("launch_queue_ops") = 1000;
+  EXPECT_DOUBLE_EQ(overlap_share(800, resolve(hw, StackKind::lorasim)), 0.0);
+  EXPECT_DOUBLE_EQ(overlap_share(4000, resolve(hw, StackKind::lorasim)), 0.75);
   const Features f = features(qwen(), 2);  // 28 layers: thousands of operators
-  const MicroBatchTime t = micro_batch_time(f, hw, Precision::bf16);
+  const MicroBatchTime t = micro_batch_time(f, lorasim::testing::runner(hw), Precision::bf16);
   const double share = 1 - 1000 / f.host_ops;
   EXPECT_DOUBLE_EQ(t.total_s, std::max(t.host_s, t.device_s) + 0.25 * share * std::min(t.host_s, t.device_s));
 }
 
 TEST(CostModelTest, OptimizerHostAndDeviceParts) {
   HardwareModel hw = test_gpu();
-  hw.time.optimizer_fixed_s = 1e-3;
-  hw.time.optimizer_per_tensor_s = 50e-6;
-  hw.time.optimizer_device_per_tensor_s = 20e-6;
-  hw.time.optimizer_per_param_s = 1e-12;
+  hw.value("optimizer_fixed_s") = 1e-3;
+  hw.value("optimizer_per_tensor_s") = 50e-6;
+  hw.value("optimizer_device_per_tensor_s") = 20e-6;
+  hw.value("optimizer_per_param_s") = 1e-12;
   Features f;
   f.lora_tensors = 100;
   f.trainable_params = 1'000'000;
-  const OptimizerTime o = optimizer_time(f, hw);
+  const OptimizerTime o = optimizer_time(f, lorasim::testing::runner(hw));
   EXPECT_DOUBLE_EQ(o.host_s, 1e-3 + 100 * 50e-6);
   EXPECT_DOUBLE_EQ(o.device_s, 100 * 20e-6 + 1e6 * 1e-12);
 }
@@ -211,37 +211,37 @@ TEST(CostModelTest, PeakMemoryGrowsWithMicroBatch) {
 
 TEST(CostModelTest, ReservedIsNeverBelowAllocated) {
   HardwareModel hw = test_gpu();
-  hw.memory.reserved_scale = 0.5;  // a bad fit must not predict reserved < allocated
+  hw.value("reserved_scale") = 0.5;  // a bad fit must not predict reserved < allocated
   const CostModel cm(qwen(), hw);
   EXPECT_GE(cm.memory(8).peak_reserved_bytes, cm.memory(8).peak_allocated_bytes);
 }
 
 TEST(CostModelTest, AllocatedPeakIsStaticPlusScaledActivations) {
   HardwareModel hw = test_gpu();
-  hw.memory.saved_scale = 1.25;
-  hw.memory.logits_scale = 0.75;
+  hw.value("saved_scale") = 1.25;
+  hw.value("logits_scale") = 0.75;
   const Workload w = qwen();
   const CostModel cm(w, hw);
   const ActivationMemory act = activation_memory(w, 3);
-  const double expected = static_cast<double>(static_memory(w).total()) + hw.memory.workspace_bytes +
+  const double expected = static_cast<double>(static_memory(w).total()) + hw.value("workspace_bytes") +
                           1.25 * act.saved_bytes + 0.75 * act.logits_bytes;
   EXPECT_DOUBLE_EQ(cm.memory(3).peak_allocated_bytes, expected);
 }
 
 TEST(CostModelTest, CheckpointedPeakHoldsTheLossBuffersOrTheRebuiltBlock) {
   HardwareModel hw = test_gpu();
-  hw.memory.saved_scale = 1.25;
-  hw.memory.logits_scale = 0.75;
+  hw.value("saved_scale") = 1.25;
+  hw.value("logits_scale") = 0.75;
   Workload w = qwen();
   w.train.grad_ckpt = true;
   const ActivationMemory act = activation_memory(w, 3);
-  const double base = static_cast<double>(static_memory(w).total()) + hw.memory.workspace_bytes +
+  const double base = static_cast<double>(static_memory(w).total()) + hw.value("workspace_bytes") +
                       1.25 * act.saved_bytes;
   // A 151936-token vocabulary: the loss's buffers are far larger than one block.
   ASSERT_GT(0.75 * act.logits_bytes, 1.25 * act.recompute_bytes);
   EXPECT_DOUBLE_EQ(CostModel(w, hw).memory(3).peak_allocated_bytes, base + 0.75 * act.logits_bytes);
   // Scale the logits down until the rebuilt block is the larger: then it sets the peak.
-  hw.memory.logits_scale = 1e-3;
+  hw.value("logits_scale") = 1e-3;
   EXPECT_DOUBLE_EQ(CostModel(w, hw).memory(3).peak_allocated_bytes, base + 1.25 * act.recompute_bytes);
 }
 
@@ -258,25 +258,25 @@ TEST(CostModelTest, RecomputingForwardCostsItsShareOfHostTime) {
   const double ops = host_ops_per_micro_batch(w), rops = recompute_ops_per_micro_batch(w);
   ASSERT_GT(rops, 0);
   for (double k : {1.0, 0.5, 0.0}) {
-    hw.time.recompute_host_share = k;
+    hw.value("recompute_host_share") = k;
     EXPECT_NEAR(CostModel(w, hw).micro_batch(2).host_s,
-                hw.time.host_fixed_s + hw.time.host_per_op_s * (ops - (1 - k) * rops), 1e-15)
+                hw.value("host_fixed_s") + hw.value("host_per_op_s") * (ops - (1 - k) * rops), 1e-15)
         << "share " << k;
   }
   // Without checkpointing the share changes nothing.
   w.train.grad_ckpt = false;
   const double plain = CostModel(w, hw).micro_batch(2).host_s;
-  hw.time.recompute_host_share = 1;
+  hw.value("recompute_host_share") = 1;
   EXPECT_DOUBLE_EQ(CostModel(w, hw).micro_batch(2).host_s, plain);
 }
 
 TEST(CostModelTest, AsynchronousDeviceTakesTheSlowerOfHostAndDevice) {
   const Features f = features(qwen(), 2);
   HardwareModel hw = test_gpu();
-  const MicroBatchTime t = micro_batch_time(f, hw, Precision::bf16);
+  const MicroBatchTime t = micro_batch_time(f, lorasim::testing::runner(hw), Precision::bf16);
   EXPECT_DOUBLE_EQ(t.total_s, std::max(t.host_s, t.device_s));
   hw.overlap = Overlap::sum;
-  const MicroBatchTime s = micro_batch_time(f, hw, Precision::bf16);
+  const MicroBatchTime s = micro_batch_time(f, lorasim::testing::runner(hw), Precision::bf16);
   EXPECT_DOUBLE_EQ(s.total_s, s.host_s + s.device_s);
 }
 
@@ -289,12 +289,14 @@ TEST(CostModelTest, HostTimeDoesNotDependOnMicroBatch) {
 // A device whose only cost is the blocks' GEMMs, at 100 TFLOP/s.
 HardwareModel gemm_only_gpu() {
   HardwareModel hw = test_gpu();
-  hw.time = TimeCoefficients{};
-  hw.time.gemm_tflops = 100;
-  hw.time.head_tflops = 1e30;
-  hw.time.attention_tflops = 1e30;
-  hw.time.memory_gbps = 1e30;
-  hw.time.loss_gbps = 1e30;
+  for (const Coefficient& c : coefficient_table())
+    if (c.owned_by(StackKind::lorasim) && c.in(StackKind::lorasim).section == std::string("time"))
+      hw.value(c, StackKind::lorasim) = c.in(StackKind::lorasim).prior;
+  hw.value("gemm_tflops") = 100;
+  hw.value("head_tflops") = 1e30;
+  hw.value("attention_tflops") = 1e30;
+  hw.value("memory_gbps") = 1e30;
+  hw.value("loss_gbps") = 1e30;
   return hw;
 }
 
@@ -302,15 +304,15 @@ TEST(CostModelTest, HockneyTermIsAFixedCostPerGemm) {
   // With n_half = 0 the GEMM time is exactly FLOPs / rate.
   HardwareModel hw = gemm_only_gpu();
   const Features f = features(qwen(), 4);
-  EXPECT_NEAR(micro_batch_time(f, hw, Precision::bf16).device_s, f.gemm_flops / 100e12, 1e-12);
-  hw.time.gemm_half_tokens = 2048;  // = b * s: the rate halves, the time doubles
-  EXPECT_NEAR(micro_batch_time(f, hw, Precision::bf16).device_s, 2 * f.gemm_flops / 100e12, 1e-12);
+  EXPECT_NEAR(micro_batch_time(f, lorasim::testing::runner(hw), Precision::bf16).device_s, f.gemm_flops / 100e12, 1e-12);
+  hw.value("gemm_half_tokens") = 2048;  // = b * s: the rate halves, the time doubles
+  EXPECT_NEAR(micro_batch_time(f, lorasim::testing::runner(hw), Precision::bf16).device_s, 2 * f.gemm_flops / 100e12, 1e-12);
 }
 
 TEST(CostModelTest, OtherPrecisionScalesRatesByDatasheetRatio) {
   HardwareModel hw = gemm_only_gpu();
   const Features f = features(qwen(), 4);
-  const double bf16 = micro_batch_time(f, hw, Precision::bf16).device_s;
-  const double fp32 = micro_batch_time(f, hw, Precision::fp32).device_s;
+  const double bf16 = micro_batch_time(f, lorasim::testing::runner(hw), Precision::bf16).device_s;
+  const double fp32 = micro_batch_time(f, lorasim::testing::runner(hw), Precision::fp32).device_s;
   EXPECT_NEAR(fp32 / bf16, 1000.0 / 60.0, 1e-9);
 }

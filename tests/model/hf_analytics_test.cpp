@@ -1,5 +1,5 @@
 // The hf-peft stack's saved-tensor counts against docs/hf-stack-memory.md, which were measured to
-// the byte (python/lorasim_hf/saved_tensors.py): the table's figures and the micro-batch totals.
+// the byte (tests/python/test_saved_tensors.py): the table's figures and the micro-batch totals.
 #include "model/hf_analytics.h"
 
 #include <gtest/gtest.h>
@@ -103,8 +103,8 @@ TEST(HfAnalyticsTest, CheckpointedPeakIsTheLargerOfLossAndRebuiltBlock) {
   // Per token the rebuilt block (+ gradient buffers - 4V) is compared with the loss's 8V: eager
   // attention's s-long score rows on a small vocabulary take the second branch, SDPA the first.
   HardwareModel hw;
-  hw.memory.workspace_bytes = 0;
-  hw.memory.saved_scale = hw.memory.logits_scale = hw.memory.reserved_scale = 1;
+  hw.value("workspace_bytes") = 0;
+  hw.value("saved_scale") = hw.value("logits_scale") = hw.value("reserved_scale") = 1;
   for (AttnImpl attn : {AttnImpl::sdpa, AttnImpl::eager}) {
     Workload w = hf("tiny", true, 0.0, 512);
     w.stack.attn_impl = attn;
@@ -113,7 +113,7 @@ TEST(HfAnalyticsTest, CheckpointedPeakIsTheLargerOfLossAndRebuiltBlock) {
     const Features f = features(w, 2);
     const double rebuilt = f.saved_bytes - 4 * n * V + n * block + 2 * n * h * e;
     const double loss = f.saved_bytes + 8 * n * V;
-    EXPECT_EQ(peak_memory(f, hw).peak_allocated_bytes, f.static_bytes + std::max(loss, rebuilt))
+    EXPECT_EQ(peak_memory(f, stack_model(hw, StackKind::lorasim)).peak_allocated_bytes, f.static_bytes + std::max(loss, rebuilt))
         << attn_impl_name(attn);
     EXPECT_EQ(rebuilt > loss, attn == AttnImpl::eager) << attn_impl_name(attn);
   }
@@ -129,8 +129,8 @@ TEST(HfAnalyticsTest, ExtraStaticIsAutocastsHalfCopiesOfTheAdapters) {
 // checkpointing, measured 42.0 GiB allocated with autocast and 49.9 GiB without.
 TEST(HfAnalyticsTest, Qwen3_1_7bHeadlinePeakIs41_99GiBWithAutocastAnd49_88Without) {
   HardwareModel hw;  // the counts as they stand: every scale 1, no workspace, no slack
-  hw.memory.saved_scale = hw.memory.logits_scale = hw.memory.reserved_scale = 1;
-  hw.memory.workspace_bytes = hw.memory.reserved_overhead_bytes = 0;
+  hw.value("saved_scale") = hw.value("logits_scale") = hw.value("reserved_scale") = 1;
+  hw.value("workspace_bytes") = hw.value("reserved_overhead_bytes") = 0;
   const auto peak_gib = [&](bool autocast) {
     const Workload w = hf("qwen3-1.7b", autocast, 0.0, 512);
     const Features f = features(w, 16);
@@ -138,7 +138,7 @@ TEST(HfAnalyticsTest, Qwen3_1_7bHeadlinePeakIs41_99GiBWithAutocastAnd49_88Withou
     const ParamCounts pc = count_params(w.arch, w.lora);
     EXPECT_EQ(f.static_bytes, 2.0 * pc.base + 16.0 * pc.trainable + hf_extra_static_bytes(w));
     const double by_hand = f.static_bytes + f.saved_bytes + f.logits_bytes;
-    EXPECT_EQ(peak_memory(f, hw).peak_allocated_bytes, by_hand);
+    EXPECT_EQ(peak_memory(f, stack_model(hw, StackKind::lorasim)).peak_allocated_bytes, by_hand);
     return by_hand / kGiB;
   };
   EXPECT_NEAR(peak_gib(true), 41.99, 0.005);

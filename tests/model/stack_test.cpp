@@ -1,5 +1,5 @@
-// The stack as part of the workload: names, validation, and how [stack.hf-peft]'s terms replace
-// a device's for a workload of that stack (model/stack_terms.h).
+// The stack as part of the workload: names, validation, and what the coefficient table resolves
+// for a workload of each stack (model/hardware.h's resolve).
 #include "model/stack.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +7,6 @@
 #include "model/coefficients.h"
 #include "model/error.h"
 #include "model/hardware.h"
-#include "model/stack_terms.h"
 #include "tests/model/test_hardware.h"
 
 using namespace lorasim::model;
@@ -21,43 +20,29 @@ StackSpec hf_peft() {
   return s;
 }
 
-// Every number a HardwareModel carries that for_stack may touch, compared one by one.
-void expect_same_device(const HardwareModel& a, const HardwareModel& b) {
-  for (const Coefficient& c : coefficient_table()) EXPECT_EQ(c.of(a), c.of(b)) << c.name;
-  EXPECT_EQ(a.device_scale, b.device_scale);
-  EXPECT_EQ(a.head_device_scale, b.head_device_scale);
-  EXPECT_EQ(a.reserved_logits_share, b.reserved_logits_share);
-  EXPECT_EQ(a.reserved_activation_share, b.reserved_activation_share);
-  EXPECT_EQ(a.worst_case_margin, b.worst_case_margin);
-  EXPECT_EQ(a.expected_time_error, b.expected_time_error);
-  EXPECT_EQ(a.expected_memory_error, b.expected_memory_error);
-  EXPECT_EQ(a.calibrated, b.calibrated);
-  EXPECT_EQ(a.stack_applied, b.stack_applied);
-  EXPECT_EQ(a.host_spread, b.host_spread);
-  EXPECT_EQ(a.device_spread, b.device_spread);
-}
+constexpr StackKind kHf = StackKind::hf_peft;
 
 HardwareModel gpu_with_stack_terms() {
   HardwareModel hw = lorasim::testing::test_gpu();
-  StackTerms& t = hw.hf_peft;
-  t.host_fixed_s = 2e-3;
-  t.host_per_op_s = 9e-5;
-  t.recompute_host_share = 1.7;
-  t.device_scale = 1.15;
-  t.head_device_scale = 1.4;
-  t.optimizer_fixed_s = 3e-3;
-  t.optimizer_per_tensor_s = 6e-5;
-  t.saved_scale = 1.02;
-  t.logits_scale = 0.97;
-  t.workspace_bytes = 3e8;
-  t.reserved_overhead_bytes = 5e8;
-  t.reserved_activation_share = 0.06;
-  t.reserved_logits_share = 0.8;
-  t.expected_time_error = 0.7;     // above the GPU's 0.5
-  t.expected_memory_error = 0.04;  // below the GPU's 0.2
-  t.host_spread = 0.3;
-  t.device_spread = 0.15;
-  t.calibrated = true;
+  auto t = [&](const char* name) -> double& { return hw.value(name, kHf); };
+  t("host_fixed_s") = 2e-3;
+  t("host_per_op_s") = 9e-5;
+  t("recompute_host_share") = 1.7;
+  t("device_scale") = 1.15;
+  t("head_device_scale") = 1.4;
+  t("optimizer_fixed_s") = 3e-3;
+  t("optimizer_per_tensor_s") = 6e-5;
+  t("saved_scale") = 1.02;
+  t("logits_scale") = 0.97;
+  t("workspace_bytes") = 3e8;
+  t("reserved_overhead_bytes") = 5e8;
+  t("reserved_activation_share") = 0.06;
+  t("reserved_logits_share") = 0.8;
+  t("expected_time_error") = 0.7;
+  t("expected_memory_error") = 0.04;
+  t("host_spread") = 0.3;
+  t("device_spread") = 0.15;
+  hw.origin(kHf).calibrated = true;
   return hw;
 }
 
@@ -154,94 +139,74 @@ TEST(StackTest, DescribeNamesEveryOption) {
   EXPECT_EQ(StackSpec::lorasim_runner().describe(), "lorasim (LibTorch runner)");
 }
 
-TEST(StackTermsTest, LorasimStackLeavesTheDeviceUnchangedAndSpreadsItsExpectedError) {
+TEST(StackTermsTest, LorasimStackReadsTheDevicesValuesAndSpreadsItsExpectedError) {
   HardwareModel hw = gpu_with_stack_terms();
-  hw.expected_time_error = 0.11;
-  const HardwareModel v = for_stack(hw, StackSpec::lorasim_runner());
+  hw.value("expected_time_error") = 0.11;
+  const Coefficients v = resolve(hw, StackKind::lorasim);
   // The runner's profile has no spreads of its own: its expected error bounds both sides.
   EXPECT_EQ(v.host_spread, 0.11);
   EXPECT_EQ(v.device_spread, 0.11);
-  hw.host_spread = hw.device_spread = 0.11;
-  expect_same_device(v, hw);
+  EXPECT_EQ(v.device_scale, 1.0);
+  EXPECT_EQ(v.head_device_scale, 1.0);
+  EXPECT_EQ(v.reserved_activation_share, 0.0);
+  EXPECT_EQ(v.reserved_logits_share, 0.0);
+  EXPECT_EQ(v.worst_case_margin, 0.0);
+  for (const Coefficient& c : coefficient_table())
+    if (c.field && c.owned_by(StackKind::lorasim)) EXPECT_EQ(c.of(v), hw.value(c, StackKind::lorasim)) << c.name;
 }
 
-TEST(StackTermsTest, HfPeftReplacesHostOptimizerAndMemoryTermsAndKeepsTheGpuRates) {
+TEST(StackTermsTest, HfPeftReadsItsOwnRowsAndTheGpusDeviceRows) {
   const HardwareModel hw = gpu_with_stack_terms();
-  const HardwareModel v = for_stack(hw, hf_peft());
-  const StackTerms& t = hw.hf_peft;
-  EXPECT_TRUE(v.stack_applied);
-  EXPECT_EQ(v.time.host_fixed_s, t.host_fixed_s);
-  EXPECT_EQ(v.time.host_per_op_s, t.host_per_op_s);
-  EXPECT_EQ(v.time.recompute_host_share, t.recompute_host_share);
-  EXPECT_EQ(v.time.optimizer_fixed_s, t.optimizer_fixed_s);
-  EXPECT_EQ(v.time.optimizer_per_tensor_s, t.optimizer_per_tensor_s);
-  EXPECT_EQ(v.device_scale, t.device_scale);
-  EXPECT_EQ(v.head_device_scale, t.head_device_scale);
-  EXPECT_EQ(v.memory.saved_scale, t.saved_scale);
-  EXPECT_EQ(v.memory.logits_scale, t.logits_scale);
-  EXPECT_EQ(v.memory.workspace_bytes, t.workspace_bytes);
-  EXPECT_EQ(v.memory.reserved_scale, 1.0);
-  EXPECT_EQ(v.memory.reserved_overhead_bytes, t.reserved_overhead_bytes);
-  EXPECT_EQ(v.memory.attention_score_scale, 1.0);
-  EXPECT_EQ(v.reserved_activation_share, t.reserved_activation_share);
-  EXPECT_EQ(v.reserved_logits_share, t.reserved_logits_share);
-  EXPECT_EQ(v.worst_case_margin, t.expected_memory_error);
-  // The larger of the two errors: the stack's terms cannot be better than the GPU's under them.
-  EXPECT_EQ(v.expected_time_error, 0.7);
-  EXPECT_EQ(v.expected_memory_error, 0.2);
+  const Coefficients v = resolve(hw, kHf);
+  for (const char* name : {"host_fixed_s", "host_per_op_s", "recompute_host_share", "optimizer_fixed_s",
+                           "optimizer_per_tensor_s", "device_scale", "head_device_scale", "saved_scale",
+                           "logits_scale", "workspace_bytes", "reserved_overhead_bytes", "reserved_activation_share",
+                           "reserved_logits_share", "expected_time_error", "expected_memory_error", "host_spread",
+                           "device_spread"})
+    EXPECT_EQ(find_coefficient(name)->of(v), hw.value(name, kHf)) << name;
+  EXPECT_EQ(v.host_fixed_s, 2e-3);
+  EXPECT_EQ(v.reserved_scale, 1.0);
+  EXPECT_EQ(v.attention_score_scale, 1.0);  // the stack's counts include eager attention's scores
+  EXPECT_EQ(v.worst_case_margin, 0.04);     // its expected memory error
   EXPECT_EQ(v.host_spread, 0.3);
   EXPECT_EQ(v.device_spread, 0.15);
-  EXPECT_TRUE(v.calibrated);
   // The GPU's own rates and device terms stay.
   for (const char* name : {"gemm_tflops", "gemm_half_tokens", "head_tflops", "attention_tflops", "memory_gbps",
                            "loss_gbps", "per_kernel_s", "device_fixed_s", "overlap_loss", "launch_queue_ops",
                            "optimizer_device_per_tensor_s", "optimizer_per_param_s", "context_bytes"}) {
     const Coefficient* c = find_coefficient(name);
     ASSERT_NE(c, nullptr) << name;
-    EXPECT_EQ(c->of(v), c->of(hw)) << name;
+    EXPECT_EQ(c->of(v), hw.value(name)) << name;
   }
 }
 
-TEST(StackTermsTest, UncalibratedStackTermsMakeTheViewUncalibrated) {
+TEST(StackTermsTest, StoringAStacksValuesWritesOnlyItsOwnRows) {
   HardwareModel hw = gpu_with_stack_terms();
-  hw.hf_peft.calibrated = false;
-  EXPECT_FALSE(for_stack(hw, hf_peft()).calibrated);
+  const HardwareModel before = hw;
+  Coefficients v = resolve(hw, kHf);
+  v.host_per_op_s = 1.23e-4;
+  v.gemm_tflops = 1;  // a device row: the stack reads it, it does not own it
+  store(v, kHf, hw);
+  EXPECT_EQ(hw.value("host_per_op_s", kHf), 1.23e-4);
+  EXPECT_EQ(hw.value("host_per_op_s"), before.value("host_per_op_s"));
+  EXPECT_EQ(hw.value("gemm_tflops"), before.value("gemm_tflops"));
 }
 
-TEST(StackTermsTest, ApplyingTheStackTwiceIsApplyingItOnce) {
-  HardwareModel hw = gpu_with_stack_terms();
-  const HardwareModel once = for_stack(hw, hf_peft());
-  // A fit changes the view's terms; a second for_stack must not put the table's back.
-  HardwareModel fitted = once;
-  fitted.time.host_per_op_s = 1.23e-4;
-  fitted.device_scale = 2.5;
-  expect_same_device(for_stack(fitted, hf_peft()), fitted);
-  expect_same_device(for_stack(once, hf_peft()), once);
-}
-
-TEST(StackTermsTest, TableNamesEveryNumberOnceAndFindsThem) {
-  const auto& table = stack_term_table();
-  EXPECT_EQ(table.size(), 18u);
-  for (const StackTerm& t : table) {
-    EXPECT_EQ(find_stack_term(t.name), &t) << t.name;
-    for (const StackTerm& u : table) {
-      if (&t == &u) continue;
-      EXPECT_NE(t.field, u.field) << t.name << " and " << u.name;
-    }
+TEST(StackTermsTest, EveryHfPeftNumberIsOneRowOfItsSection) {
+  size_t n = 0;
+  for (const StoredValue& v : stored_values()) {
+    if (std::string(v.entry().section) != "stack.hf-peft") continue;
+    ++n;
+    EXPECT_EQ(v.stack, kHf) << v.row->name;
   }
-  EXPECT_EQ(find_stack_term("gemm_tflops"), nullptr);
-  EXPECT_TRUE(find_stack_term("device_scale")->positive);
+  EXPECT_EQ(n, 18u);
+  EXPECT_EQ(find_coefficient("device_scale")->in(kHf).range, Range::positive);
   // The spreads may be 0 (a point prediction) and stay below 1 (a bound above 0 s).
-  for (const char* name : {"host_spread", "device_spread"}) {
-    ASSERT_NE(find_stack_term(name), nullptr) << name;
-    EXPECT_FALSE(find_stack_term(name)->positive) << name;
-    EXPECT_TRUE(find_stack_term(name)->fraction) << name;
-  }
-  EXPECT_FALSE(find_stack_term("device_scale")->fraction);
+  for (const char* name : {"host_spread", "device_spread"}) EXPECT_EQ(find_coefficient(name)->in(kHf).range, Range::fraction);
 }
 
 TEST(StackTermsTest, SpreadPriorsAreTheH200Figures) {
-  const StackTerms t;
-  EXPECT_EQ(t.host_spread, 0.20);
-  EXPECT_EQ(t.device_spread, 0.10);
+  const HardwareModel hw;
+  EXPECT_EQ(hw.value("host_spread", kHf), 0.20);
+  EXPECT_EQ(hw.value("device_spread", kHf), 0.10);
 }

@@ -63,7 +63,10 @@ def test_calibrate_hf_peft_writes_a_calibrated_stack_table(hf_calibration):
     table = stack_table(out.read_text())
     assert table.get("calibrated") == "true", out.read_text()
     assert "lorasim calibrate --stack hf-peft" in table["source"]
-    assert float(table["host_per_op_s"]) > 0
+    # The host's time is in the fitted terms. On a loaded 2-core CPU the split between the fixed
+    # and the per-operator cost of 9 tiny runs is noise (either may fit to 0), their sum is not.
+    host = [float(table[k]) for k in ("host_fixed_s", "host_per_op_s")]
+    assert all(v >= 0 for v in host) and sum(host) > 0, host
     assert "stack.hf-peft." in proc.stdout  # the rows moved the stack's terms, and it says which
 
 

@@ -117,7 +117,7 @@ TEST(LengthsSimTest, TheWorstMicroBatchDecidesFits) {
   // A limit between the 8x128 and the 8x4096 micro-batch's worst case.
   const double usable = 0.5 * (c128.memory(8).worst_reserved_bytes + c4096.memory(8).worst_reserved_bytes);
   r.safety_margin = 0;
-  r.memory_limit_bytes = static_cast<int64_t>(usable + static_cast<double>(r.hardware.memory.context_bytes));
+  r.memory_limit_bytes = static_cast<int64_t>(usable + r.hardware.value("context_bytes"));
   const sim::LengthsResult l = sim::simulate_lengths(r);
   const sim::Split& s8 = l.result.splits.back();
   ASSERT_EQ(s8.micro_batch, 8);

@@ -1,0 +1,204 @@
+// The rows of the coefficient table. One row is one coefficient; its entries say, per stack
+// (lorasim's runner first, then hf-peft), which section holds it, its prior, range and fit.
+// A device row (`device`) is one value in [time]/[memory] that every stack reads and only the
+// runner's calibration fits. The hf-peft priors are the H200 calibration's values, rounded
+// (hwprofiles/h200.toml, bench/results/h200/hf-peft-run7), treated like the datasheet priors'
+// device-independent constants: host dispatch is the CPU's, the memory terms are counts.
+#include "model/coefficient_rows.h"
+
+#include <algorithm>
+
+#include "model/cost_model.h"
+
+namespace lorasim::model::detail {
+namespace {
+
+using F = const Features&;
+using C = const Coefficients&;
+using K = Coefficients;
+constexpr double kTera = 1e12, kGiga = 1e9;
+constexpr const char* kHf = "stack.hf-peft";
+
+double one(F, C) { return 1.0; }
+
+// The rebuilt-block and loss-buffer sides of a checkpointed peak (model::peak_memory):
+// each scale's regressor is what it multiplies on the side the coefficients pick.
+double saved_feature(F f, C c) {
+  return rebuilt_block_sets_peak(f, c) ? f.saved_bytes + f.recompute_bytes : f.saved_bytes;
+}
+double score_feature(F f, C c) {
+  return f.recompute_bytes > 0 && !rebuilt_block_sets_peak(f, c) ? 0.0 : f.attention_score_bytes;
+}
+double logits_feature(F f, C c) { return rebuilt_block_sets_peak(f, c) ? 0.0 : f.logits_bytes; }
+
+double overlap_feature(F f, C c) {
+  const double host = sum_terms(Term::host, f, c);
+  const double device =
+      sum_terms(Term::device, f, c) + sum_terms(Term::device_traffic, f, c) + sum_terms(Term::device_kernels, f, c);
+  return overlap_share(f.host_ops, c) * std::min(host, device);
+}
+
+// Entries.
+StackEntry in(const char* section, double prior, Range range, Fit fit, bool optional = false) {
+  return {section, prior, range, fit, optional, nullptr};
+}
+StackEntry fixed(double prior) { return {nullptr, prior, Range::non_negative, Fit::never, false, nullptr}; }
+StackEntry same_as(const char* row) { return {nullptr, 0, Range::non_negative, Fit::never, false, row}; }
+
+Coefficient row(const char* name, double K::*field, Term term, double (*feature)(F, C), const char* why,
+                StackEntry lorasim, StackEntry hf_peft) {
+  Coefficient c;
+  c.name = name;
+  c.field = field;
+  c.term = term;
+  c.feature = feature;
+  c.why = why;
+  c.stacks[stack_index(StackKind::lorasim)] = lorasim;
+  c.stacks[stack_index(StackKind::hf_peft)] = hf_peft;
+  return c;
+}
+// A device row: stored once in `section`, fitted by the runner's calibration, read by every stack.
+Coefficient device(const char* name, double K::*field, Term term, double (*feature)(F, C), const char* why,
+                   StackEntry entry) {
+  Coefficient c = row(name, field, term, feature, why, entry, fixed(entry.prior));
+  c.shared = true;  // the runner's entry stores it; the other stacks read that slot
+  return c;
+}
+Coefficient rate(Coefficient c, double unit, bool precision_scaled) {
+  c.form = Form::rate;
+  c.unit = unit;
+  c.precision_scaled = precision_scaled;
+  return c;
+}
+
+}  // namespace
+
+std::vector<Coefficient> coefficient_rows() {
+  const auto nn = Range::non_negative, pos = Range::positive, r = Range::rate, b = Range::bytes;
+  const auto lin = Fit::linear, own = Fit::own, never = Fit::never;
+  Coefficient half = device("gemm_half_tokens", &K::gemm_half_tokens, Term::device, [](F f, C) { return f.gemm_flops_per_token; },
+                            "tokens at which the GEMMs reach half their rate (Hockney n_1/2): a fixed cost per GEMM",
+                            in("time", 0, nn, lin));
+  half.form = Form::ratio;
+  half.base = "gemm_tflops";
+  return {
+      row("host_fixed_s", &K::host_fixed_s, Term::host, one,
+          "host time per micro-batch whatever its size (Python/C++ loop, data to device, autograd setup)",
+          in("time", 0, nn, lin), in(kHf, 2.5e-3, nn, lin)),
+      row("host_per_op_s", &K::host_per_op_s, Term::host,
+          [](F f, C c) { return f.host_ops - (1 - c.recompute_host_share) * f.recompute_ops; },
+          "host dispatch per operator (Python module calls included); recomputing operators count at "
+          "recompute_host_share",
+          in("time", 0, nn, lin), in(kHf, 2.5e-5, nn, lin)),
+      // recompute_host_share came after the first profiles; without it they predicted share 1.
+      row("recompute_host_share", &K::recompute_host_share, Term::shape,
+          [](F f, C c) { return c.host_per_op_s * f.recompute_ops; },
+          "host cost of checkpointing's extra forward per operator, relative to an ordinary one; fitted from "
+          "host-bound checkpointed rows with the host line known",
+          in("time", 1, nn, own, true), in(kHf, 2.5, nn, own)),
+      row("device_scale", &K::device_scale, Term::shape, nullptr,
+          "device time of the stack's graph relative to the device's terms on the stack's counts (extra casts, "
+          "copies and kernels the counts miss); 1 for the runner, whose graph the device terms were fitted on",
+          fixed(1), in(kHf, 1.07, pos, own)),
+      row("head_device_scale", &K::head_device_scale, Term::shape, nullptr,
+          "the same for the LM head and the loss over the vocabulary (the stack's fp32 upcast and log-softmax)",
+          fixed(1), in(kHf, 0.82, pos, own)),
+      device("device_fixed_s", &K::device_fixed_s, Term::device, one, "device time per micro-batch whatever its size",
+             in("time", 0, nn, lin)),
+      rate(device("gemm_tflops", &K::gemm_tflops, Term::device,
+                  [](F f, C c) { return f.gemm_flops + f.gemm_flops_per_token * c.gemm_half_tokens; },
+                  "asymptotic rate of the blocks' GEMMs; its feature includes Hockney's fixed cost per GEMM",
+                  in("time", 1, r, lin)),
+           kTera, true),
+      half,
+      rate(device("head_tflops", &K::head_tflops, Term::device, [](F f, C) { return f.head_flops; },
+                  "LM-head rate: one large GEMM, faster than the blocks' small ones", in("time", 1, r, lin)),
+           kTera, true),
+      rate(device("attention_tflops", &K::attention_tflops, Term::device, [](F f, C) { return f.attention_flops; },
+                  "attention kernels' rate", in("time", 1, r, lin)),
+           kTera, true),
+      rate(device("memory_gbps", &K::memory_gbps, Term::device_traffic, [](F f, C) { return f.memory_bytes; },
+                  "bandwidth of the blocks' memory-bound operators (norms, RoPE, SwiGLU, adds, adapters)",
+                  in("time", 1, r, lin)),
+           kGiga, false),
+      rate(device("loss_gbps", &K::loss_gbps, Term::device_traffic, [](F f, C) { return f.loss_bytes; },
+                  "bandwidth of the softmax and loss over the vocabulary", in("time", 1, r, lin)),
+           kGiga, false),
+      device("per_kernel_s", &K::per_kernel_s, Term::device_kernels, [](F f, C) { return f.host_ops; },
+             "device time floor per operator (launch latency, tiny kernels)", in("time", 0, nn, lin)),
+      device("overlap_loss", &K::overlap_loss, Term::shape, overlap_feature,
+             "share of min(host, device) that fails to overlap beyond the launch queue; fitted from the "
+             "steady-state micro-batch times once host and device are known",
+             in("time", 0, Range::share, own)),
+      device("launch_queue_ops", &K::launch_queue_ops, Term::shape, nullptr,
+             "operators the host runs ahead of the device (CUDA's launch queue): a prior, never fitted; a "
+             "threshold of overlap_loss's feature, not a multiplier",
+             in("time", 1024, pos, never)),
+      row("optimizer_fixed_s", &K::optimizer_fixed_s, Term::optimizer_host, one,
+          "AdamW step + zero_grad (fused AdamW + clipping under Trainer): host time, fixed part",
+          in("time", 0, nn, lin), in(kHf, 1.2e-3, nn, lin)),
+      row("optimizer_per_tensor_s", &K::optimizer_per_tensor_s, Term::optimizer_host,
+          [](F f, C) { return f.lora_tensors; },
+          "host dispatch per adapter tensor (the optimizer updates one tensor at a time)", in("time", 0, nn, lin),
+          in(kHf, 4.2e-5, nn, lin)),
+      device("optimizer_device_per_tensor_s", &K::optimizer_device_per_tensor_s, Term::optimizer_device,
+             [](F f, C) { return f.lora_tensors; }, "device time per adapter tensor", in("time", 0, nn, lin)),
+      device("optimizer_per_param_s", &K::optimizer_per_param_s, Term::optimizer_device,
+             [](F f, C) { return f.trainable_params; }, "device time per trainable parameter (the update's bandwidth)",
+             in("time", 0, nn, lin)),
+      row("saved_scale", &K::saved_scale, Term::allocated, saved_feature,
+          "x the counted activations saved for backward (and a rebuilt block's, when it sets the peak)",
+          in("memory", 1, nn, lin), in(kHf, 1.0, nn, lin)),
+      row("attention_score_scale", &K::attention_score_scale, Term::allocated, score_feature,
+          "x the b*H*s*s attention scores (0 with fused attention); the hf-peft counts include eager "
+          "attention's scores themselves",
+          in("memory", 0, nn, lin), fixed(1.0)),
+      row("logits_scale", &K::logits_scale, Term::allocated, logits_feature, "x the counted logits and loss buffers",
+          in("memory", 1, nn, lin), in(kHf, 1.0, nn, lin)),
+      row("workspace_bytes", &K::workspace_bytes, Term::allocated, one,
+          "allocator-visible constant (library workspaces, tables)", in("memory", 0, b, lin), in(kHf, 5.98e7, b, lin)),
+      row("reserved_scale", &K::reserved_scale, Term::reserved, [](F f, C) { return f.allocated_bytes; },
+          "the caching allocator's reserved memory per allocated byte (hf-peft: 1, the slack rows carry it; an "
+          "anchored fit may move it)",
+          in("memory", 1, nn, lin), in(kHf, 1.0, pos, own)),
+      row("reserved_overhead_bytes", &K::reserved_overhead_bytes, Term::reserved, one,
+          "the caching allocator's constant overhead", in("memory", 0, b, lin), in(kHf, 5.65e7, b, lin)),
+      // Blocks freed between the forward's and the backward's allocations leave gaps in
+      // proportion to the activations, and the loss's vocabulary-sized transients their own.
+      row("reserved_activation_share", &K::reserved_activation_share, Term::reserved_slack,
+          [](F f, C) { return f.allocated_bytes - f.static_bytes; },
+          "allocator slack per byte of activations (allocated beyond the static memory)", fixed(0),
+          in(kHf, 0.0, nn, lin)),
+      row("reserved_logits_share", &K::reserved_logits_share, Term::reserved_slack,
+          [](F f, C) { return f.logits_buffer_bytes; },
+          "allocator slack in half-precision logits tensors (the loss's large transient blocks)", fixed(0),
+          in(kHf, 1.19, nn, lin)),
+      device("context_bytes", &K::context_bytes, Term::limit, one,
+             "device memory outside the allocator (CUDA context, kernel images): a prior, never fitted (no "
+             "measured peak includes it)",
+             in("memory", 0, b, never)),
+      row("expected_time_error", &K::expected_time_error, Term::shape, nullptr,
+          "typical relative step-time error of these coefficients", in("profile", 0.5, Range::relative_error, never),
+          in(kHf, 0.3, nn, never)),
+      row("expected_memory_error", &K::expected_memory_error, Term::shape, nullptr,
+          "typical relative peak-memory error", in("profile", 0.2, Range::relative_error, never),
+          in(kHf, 0.05, nn, never)),
+      // The step-time range (StepTime::low_s/high_s): priors, never fitted. The H200's host speed
+      // moved 18.5% at most (rms 7.3%) between processes of one lease and its fitted host cost
+      // per operator 22% between leases (docs/cost-model.md, "Range"). The runner's profile has
+      // no spreads of its own: its expected error stands for both.
+      row("host_spread", &K::host_spread, Term::shape, nullptr,
+          "relative deviation of the host's time between processes and machines (a prior, not fitted)",
+          same_as("expected_time_error"), in(kHf, 0.20, Range::fraction, never)),
+      row("device_spread", &K::device_spread, Term::shape, nullptr,
+          "relative deviation of the device's time from the prediction (a prior, not fitted)",
+          same_as("expected_time_error"), in(kHf, 0.10, Range::fraction, never)),
+      // The allocator slack a stack's calibration cannot pin down; the runner runs with
+      // expandable segments and has none.
+      row("worst_case_margin", &K::worst_case_margin, Term::shape, nullptr,
+          "share of the reserved peak the worst case adds: the stack's expected memory error", fixed(0),
+          same_as("expected_memory_error")),
+  };
+}
+
+}  // namespace lorasim::model::detail

@@ -1,0 +1,44 @@
+// The features every stack shares the shape of, and the stack objects by kind.
+#include "model/training_stack.h"
+
+#include "model/stacks/hf_peft_stack.h"
+#include "model/stacks/lorasim_stack.h"
+
+namespace lorasim::model {
+
+Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
+  Features f;
+  const Flops fl = flops_per_micro_batch(w, micro_batch);
+  f.gemm_flops = fl.gemm + fl.lora;
+  f.gemm_flops_per_token = f.gemm_flops / (static_cast<double>(micro_batch) * w.train.seq_len);
+  f.head_flops = fl.head;
+  f.attention_flops = fl.attention;
+  // The stack decides which operators run, what they move and what autograd saves.
+  f.memory_bytes = memory_bound_bytes(w, micro_batch);
+  f.loss_bytes = loss_bytes(w, micro_batch);
+  f.host_ops = host_ops(w);
+  f.recompute_ops = recompute_ops(w);
+  const ActivationMemory act = activation_memory(w, micro_batch);
+  f.saved_bytes = act.saved_bytes;
+  f.attention_score_bytes = act.attention_score_bytes;
+  f.logits_bytes = act.logits_bytes;
+  f.recompute_bytes = act.recompute_bytes;
+  f.logits_buffer_bytes = act.logits_buffer_bytes;
+  f.static_bytes = static_cast<double>(static_memory(w).total()) + extra_static_bytes(w);
+  const ParamCounts pc = count_params(w.arch, w.lora);
+  f.lora_tensors = static_cast<double>(pc.lora_tensors);
+  f.trainable_params = static_cast<double>(pc.trainable);
+  return f;
+}
+
+const TrainingStack& training_stack(StackKind kind) {
+  static const LorasimStack lorasim;
+  static const HfPeftStack hf_peft;
+  switch (kind) {
+    case StackKind::lorasim: return lorasim;
+    case StackKind::hf_peft: return hf_peft;
+  }
+  return hf_peft;
+}
+
+}  // namespace lorasim::model
