@@ -26,7 +26,9 @@ TEST(CoefficientsTest, EveryFieldHasExactlyOneRow) {
     Coefficients v;
     c.of(v) = 12345;
     for (const Coefficient& other : coefficient_table())
-      if (other.field) EXPECT_EQ(other.of(v) == 12345, &other == &c) << c.name << " vs " << other.name;
+      if (other.field) {
+        EXPECT_EQ(other.of(v) == 12345, &other == &c) << c.name << " vs " << other.name;
+      }
   }
   EXPECT_EQ(fields * sizeof(double), sizeof(Coefficients));
   EXPECT_EQ(find_coefficient("no_such_key"), nullptr);
@@ -36,7 +38,9 @@ TEST(CoefficientsTest, AFreshModelHoldsEveryStacksPriors) {
   const HardwareModel defaults;
   for (StackKind s : {StackKind::lorasim, StackKind::hf_peft})
     for (const Coefficient& c : coefficient_table())
-      if (!c.in(s).same_as && (c.owned_by(s) || !c.shared)) EXPECT_EQ(c.in(s).prior, defaults.value(c, s)) << c.name;
+      if (!c.in(s).same_as && (c.owned_by(s) || !c.shared)) {
+        EXPECT_EQ(c.in(s).prior, defaults.value(c, s)) << c.name;
+      }
   EXPECT_EQ(find_coefficient("launch_queue_ops")->in(StackKind::lorasim).prior, 1024);
   EXPECT_EQ(defaults.value("device_scale", StackKind::hf_peft), 1.07);
   EXPECT_EQ(defaults.value("device_scale", StackKind::lorasim), 1.0);

@@ -152,7 +152,9 @@ TEST(StackTermsTest, LorasimStackReadsTheDevicesValuesAndSpreadsItsExpectedError
   EXPECT_EQ(v.reserved_logits_share, 0.0);
   EXPECT_EQ(v.worst_case_margin, 0.0);
   for (const Coefficient& c : coefficient_table())
-    if (c.field && c.owned_by(StackKind::lorasim)) EXPECT_EQ(c.of(v), hw.value(c, StackKind::lorasim)) << c.name;
+    if (c.field && c.owned_by(StackKind::lorasim)) {
+      EXPECT_EQ(c.of(v), hw.value(c, StackKind::lorasim)) << c.name;
+    }
 }
 
 TEST(StackTermsTest, HfPeftReadsItsOwnRowsAndTheGpusDeviceRows) {
