@@ -54,6 +54,14 @@ PLANS = {
         cell(QWEN3, "longtail", "SFTTrainer", EPOCH_SPLITS, cap_gib=23.0, n=512, epoch=True),
         cell(QWEN3, "longtail", "Trainer", EPOCH_SPLITS, cap_gib=23.0, n=512, epoch=True),
     ],
+    # call 3: the capped Trainer alone (where out-of-memory happens), then the second model
+    "grid2": [
+        cell(QWEN3, "longtail", "Trainer", EPOCH_SPLITS, cap_gib=23.0, n=512, epoch=True),
+        cell(QWEN25, "longtail", "SFTTrainer", B16, timed=6),
+        cell(QWEN25, "chat", "Trainer", B16, timed=6),
+        cell(QWEN25, "chat", "SFTTrainer", B16, timed=6),
+        cell(QWEN25, "longtail", "Trainer", B16, timed=6),
+    ],
     "smoke": [
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,
              warmup=1),
