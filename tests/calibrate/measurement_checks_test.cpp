@@ -6,21 +6,12 @@
 
 #include "calibrate/measurement_io.h"
 #include "model/error.h"
+#include "tests/calibrate/parse_error.h"
 
 namespace lorasim::calib {
 namespace {
 
 const std::string kHeader = "model,seq_len,micro_batch,accumulation,step_time_s,peak_allocated_bytes,peak_reserved_bytes\n";
-
-/// The ConfigError message parse_measurements throws for `text`, or "" when it parses.
-std::string parse_error(const std::string& text, const std::string& format) {
-  try {
-    parse_measurements(text, format, format == "csv" ? "m.csv" : "m.jsonl");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::string csv_error(const std::string& rows) { return parse_error(kHeader + rows, "csv"); }
 

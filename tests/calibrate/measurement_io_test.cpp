@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "model/error.h"
+#include "tests/calibrate/parse_error.h"
 
 namespace lorasim::calib {
 namespace {
@@ -19,16 +20,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kHeader = "model,seq_len,micro_batch,step_time_s";
-
-/// The ConfigError message parse_measurements throws for `text`, or "" when it parses.
-std::string parse_error(const std::string& text, const std::string& format) {
-  try {
-    parse_measurements(text, format, format == "csv" ? "m.csv" : "m.jsonl");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 struct TempDir {
   fs::path path;

@@ -12,6 +12,7 @@
 #include "calibrate/measurement_io.h"
 #include "calibrate/measurement_label.h"
 #include "model/error.h"
+#include "tests/calibrate/parse_error.h"
 
 namespace lorasim::calib {
 namespace {
@@ -22,15 +23,6 @@ using model::AttnImpl;
 using model::StackKind;
 
 const std::string kHeader = "model,seq_len,micro_batch,step_time_s";
-
-std::string parse_error(const std::string& text, const std::string& format) {
-  try {
-    parse_measurements(text, format, format == "csv" ? "m.csv" : "m.jsonl");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 Measurement one(const std::string& text, const std::string& format) {
   const auto rows = parse_measurements(text, format, format == "csv" ? "m.csv" : "m.jsonl");

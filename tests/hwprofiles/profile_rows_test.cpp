@@ -10,16 +10,10 @@
 #include "hwprofiles/profile.h"
 #include "model/coefficients.h"
 #include "model/error.h"
+#include "tests/hwprofiles/builtin_text.h"
 
 namespace lorasim::hw {
 namespace {
-
-std::string builtin_text(const std::string& name) {
-  for (const auto& p : builtin_profile_texts())
-    if (p.name == name) return std::string(p.toml);
-  ADD_FAILURE() << "no builtin " << name;
-  return "";
-}
 
 // `text` with the line that starts with `key = ` replaced by `line`.
 std::string with_line(const std::string& text, const std::string& key, const std::string& line) {

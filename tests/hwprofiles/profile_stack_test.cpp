@@ -7,16 +7,10 @@
 #include "hwprofiles/profile.h"
 #include "model/error.h"
 #include "model/coefficients.h"
+#include "tests/hwprofiles/builtin_text.h"
 
 namespace lorasim::hw {
 namespace {
-
-std::string builtin_text(const std::string& name) {
-  for (const auto& p : builtin_profile_texts())
-    if (p.name == name) return std::string(p.toml);
-  ADD_FAILURE() << "no builtin " << name;
-  return "";
-}
 
 std::string parse_error(const std::string& text) {
   try {
