@@ -57,6 +57,12 @@ struct Coefficients {
   double expected_time_error = 0.5, expected_memory_error = 0.2;
   double host_spread = 0, device_spread = 0;  ///< the step-time range's relative deviations
   double worst_case_margin = 0;               ///< share of the reserved peak the worst case adds
+  /// Data of many lengths (simulator/lengths_sim.h): seconds a micro-batch of a shape new to the
+  /// process adds, and the caching allocator's extra hold under varying shapes as a share of the
+  /// worst micro-batch's activations, expected and bound, for each allocator.
+  double new_shape_s = 0;
+  double varying_share_default = 0, varying_bound_default = 0;
+  double varying_share_expandable = 0, varying_bound_expandable = 0;
 };
 
 /// The same micro-batch when it is not the first of its step: it also dispatches one

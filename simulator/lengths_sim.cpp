@@ -12,26 +12,12 @@
 #include "model/cost_model.h"
 #include "model/error.h"
 #include "model/lengths.h"
+#include "model/new_shapes.h"
 #include "model/training_stack.h"
 
 namespace lorasim::sim {
 
 namespace {
-
-// The allocator's extra hold under varying shapes, as a share of the activation bytes of the
-// worst micro-batch. Fitted on bench/results/h200/lengths-run1 (qwen3-1.7b on the H200,
-// SFTTrainer and a pad-to-longest Trainer, longtail and chat data) by
-// `bench/hf/lengths_accuracy.py --fit`: the rows at micro-batch 2 and 8 (the 10-step grid and the
-// full-epoch caps) fit; those at 1, 4 and 16 are held out (bench/results/lengths-accuracy.md).
-// The expected share is the mean over the fit rows of (measured reserved - predicted reserved) /
-// predicted activation bytes; the bound is their maximum against the worst case, so that is not
-// below any fit row's peak. The expandable allocator has one row (SFTTrainer longtail 2x8), whose
-// peak the worst case already covers. They belong with the profile's stack numbers once the
-// coefficient table can hold them; until then they are measured on one GPU and one model.
-constexpr double kDefaultVaryingShare = 0.66;
-constexpr double kDefaultVaryingShareBound = 0.98;
-constexpr double kExpandableVaryingShare = 0.12;
-constexpr double kExpandableVaryingShareBound = 0.0;
 
 // Steps of more accumulation than this sample this many micro-batches and scale their sum:
 // the mean stays unbiased, the spread (and so the p99) is then wider than the true one.
@@ -151,10 +137,10 @@ std::string percent(double fraction) {
 
 }  // namespace
 
-double varying_shape_share(model::AllocatorMode allocator, bool bound) {
+double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound) {
   if (allocator == model::AllocatorMode::expandable)
-    return bound ? kExpandableVaryingShareBound : kExpandableVaryingShare;
-  return bound ? kDefaultVaryingShareBound : kDefaultVaryingShare;
+    return bound ? c.varying_bound_expandable : c.varying_share_expandable;
+  return bound ? c.varying_bound_default : c.varying_share_default;
 }
 
 LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
@@ -188,8 +174,9 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   std::mt19937_64 rng(o.seed);
   const bool varying = shapes_vary(d, padding);
   const model::AllocatorMode allocator = r.workload.stack.allocator;
-  const double share = varying ? varying_shape_share(allocator, false) : 0;
-  const double share_bound = varying ? varying_shape_share(allocator, true) : 0;
+  const model::Coefficients& coef = cache.at(1).model().c;
+  const double share = varying ? varying_shape_share(coef, allocator, false) : 0;
+  const double share_bound = varying ? varying_shape_share(coef, allocator, true) : 0;
   // The model's static bytes: what a one-token micro-batch holds.
   const double static_bytes = cache.at(1).memory(1).peak_allocated_bytes;
   out.rows_per_epoch = model::rows_per_epoch(d, padding);
@@ -238,9 +225,18 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     }
     const double n = static_cast<double>(steps);
     LengthFigures f;
-    s.step_time_s = sum_total / n;
-    s.step_time_low_s = sum_low / n;
-    s.step_time_high_s = sum_high / n;
+    // The sampled steps are the steady state (every shape seen); a run from a fresh process
+    // also meets each shape a first time: over the run's steps for the mean, over one pass for
+    // the epoch. The first shape is every run's warm-up, fixed lengths' too, which no step
+    // time counts; the others are what varying lengths add.
+    const auto later_shapes = [&](int64_t micro_batches) {
+      return std::max(0.0, model::expected_new_shapes(d, padding, b, micro_batches, o.group_by_length) - 1);
+    };
+    f.new_shapes_per_step = later_shapes(r.steps * a) / static_cast<double>(r.steps);
+    f.new_shape_time_s = coef.new_shape_s * f.new_shapes_per_step;
+    s.step_time_s = sum_total / n + f.new_shape_time_s;
+    s.step_time_low_s = sum_low / n + f.new_shape_time_s;
+    s.step_time_high_s = sum_high / n + f.new_shape_time_s;
     s.host_bound = sum_host > sum_device;
     s.optimizer_time_s = s.host_bound ? opt.host_s : opt.device_s;
     s.micro_batch_time_s = mb_total / static_cast<double>(mb_count);
@@ -256,7 +252,8 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     f.mean_padded_length_tokens = tokens.padded_tokens / static_cast<double>(b);
     s.tokens_per_s = tokens.real_tokens * static_cast<double>(a) / s.step_time_s;
     f.steps_per_epoch = steps_per_epoch;
-    f.epoch_time_s = static_cast<double>(steps_per_epoch) * s.step_time_s;
+    f.new_shapes_per_epoch = later_shapes(steps_per_epoch * a);
+    f.epoch_time_s = static_cast<double>(steps_per_epoch) * (sum_total / n) + coef.new_shape_s * f.new_shapes_per_epoch;
 
     const model::WorstMicroBatch worst = model::worst_micro_batch(d, padding, b);
     f.worst_padded_length_tokens = worst_row_tokens(worst, padding, b);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/coefficients.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::sim {
@@ -19,7 +20,8 @@ struct LengthsOptions {
   uint64_t seed = 0;             ///< the same seed gives the same figures
 };
 
-/// What a split adds over the fixed-length figures; Split::step_time_s is the mean step.
+/// What a split adds over the fixed-length figures; Split::step_time_s is the mean step of a run
+/// of Request::steps steps from a fresh process (steady steps plus new shapes).
 struct LengthFigures {
   double step_time_p99_s = 0;            ///< the step that 99% of the sampled steps stay within
   double padding_fraction = 0;           ///< expected padded tokens that are padding
@@ -29,7 +31,11 @@ struct LengthFigures {
   double varying_shape_bytes = 0;        ///< what peak reserved adds for varying shapes (varying_shape_share)
   double varying_shape_worst_bytes = 0;  ///< what worst reserved adds for them
   int64_t steps_per_epoch = 0;           ///< ceil(rows of one pass / effective batch)
-  double epoch_time_s = 0;               ///< steps_per_epoch x the mean step
+  /// The first epoch from a fresh process: steps_per_epoch steady steps and each new shape's cost.
+  double epoch_time_s = 0;
+  double new_shapes_per_step = 0;        ///< micro-batches per step of a shape new to the run (its mean)
+  double new_shape_time_s = 0;           ///< what they add to the mean step (new_shape_s each)
+  double new_shapes_per_epoch = 0;       ///< micro-batches of the first epoch of a shape new to it
 };
 
 struct LengthsResult {
@@ -43,10 +49,11 @@ struct LengthsResult {
 };
 
 /// The share of a micro-batch's activation bytes (its peak allocated less the model's static
-/// bytes) that PyTorch's caching allocator additionally holds when micro-batch shapes vary.
-/// `bound`: the share the worst case adds, never below a measured peak of the rows it was
-/// fitted on; otherwise the share the expected peak adds. 0 where every micro-batch has one shape.
-double varying_shape_share(model::AllocatorMode allocator, bool bound);
+/// bytes) that PyTorch's caching allocator additionally holds when micro-batch shapes vary: the
+/// profile's varying_share_* / varying_bound_* rows. `bound`: the share the worst case adds,
+/// never below a measured peak of the rows it was fitted on; otherwise the share the expected
+/// peak adds.
+double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound);
 
 /// `r.workload.train.lengths` is the data's distribution (truncated at its maximum length;
 /// empty: the one-point distribution at seq_len), `train.padding` how micro-batches are padded.

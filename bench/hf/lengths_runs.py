@@ -15,6 +15,7 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
 
     python3 bench/hf/lengths_runs.py --plan grid --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan caps --parallel --budget-s 495 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan pad --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -61,6 +62,29 @@ PLANS = {
         cell(QWEN25, "chat", "Trainer", B16, timed=6),
         cell(QWEN25, "chat", "SFTTrainer", B16, timed=6),
         cell(QWEN25, "longtail", "Trainer", B16, timed=6),
+    ],
+    # call 4: padded micro-batches against unpadded ones of the same widths (fixed-length controls),
+    # both trainers; then the expandable allocator on the cells run1 measured under the default one
+    "pad": [
+        cell(QWEN3, "fixed1024", "SFTTrainer", [(2, 4), (8, 2), (16, 1)], timed=5),
+        cell(QWEN3, "uniform1024", "SFTTrainer", [(2, 4), (8, 2), (16, 1)], timed=5),
+        cell(QWEN3, "fixed512", "SFTTrainer", [(1, 8), (4, 2)], timed=5),
+        cell(QWEN3, "fixed1024", "Trainer", [(2, 4), (8, 2)], timed=5),
+        cell(QWEN3, "uniform1024", "Trainer", [(2, 4), (8, 2)], timed=5),
+        cell(QWEN3, "longtail", "Trainer", [(2, 8), (8, 2), (16, 1)], allocator="expandable", timed=5),
+        cell(QWEN3, "chat", "SFTTrainer", [(4, 4), (16, 1)], allocator="expandable", timed=5),
+    ],
+    # call 5: repeating shapes (is the cost per new shape?), then the second model's cells run2 did
+    # not reach, both allocators
+    "grid3": [
+        cell(QWEN3, "steps1024", "SFTTrainer", [(1, 8), (4, 2)], timed=10),
+        cell(QWEN3, "steps1024", "Trainer", [(1, 8)], timed=10),
+        cell(QWEN25, "chat", "Trainer", B16, timed=5),
+        cell(QWEN25, "chat", "SFTTrainer", B16, timed=5),
+        cell(QWEN25, "longtail", "Trainer", B16, timed=5),
+        cell(QWEN25, "longtail", "SFTTrainer", [(8, 2), (16, 1)], timed=5),
+        cell(QWEN25, "longtail", "SFTTrainer", [(2, 8), (16, 1)], allocator="expandable", timed=5),
+        cell(QWEN25, "chat", "Trainer", [(4, 4), (16, 1)], allocator="expandable", timed=5),
     ],
     "smoke": [
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,

@@ -28,7 +28,14 @@ TEST(LengthsCliTest, SimulateJsonCarriesTheLengthFiguresOfEverySplit) {
   for (const json& s : j["splits"]) {
     EXPECT_GT(s["step_time_p99_s"].get<double>(), 0);
     EXPECT_EQ(s["steps_per_epoch"], 27);  // ceil(426 / 16)
-    EXPECT_DOUBLE_EQ(s["epoch_time_s"].get<double>(), 27 * s["step_time_s"].get<double>());
+    // The epoch: 27 steady steps and the new shapes of its first pass, at the run's cost per
+    // new shape (the mean step's new-shape time over its new shapes).
+    const double steady = s["step_time_s"].get<double>() - s["new_shape_time_s"].get<double>();
+    ASSERT_GT(s["new_shapes_per_step"].get<double>(), 0);
+    const double per_shape = s["new_shape_time_s"].get<double>() / s["new_shapes_per_step"].get<double>();
+    EXPECT_NEAR(s["epoch_time_s"].get<double>(), 27 * steady + per_shape * s["new_shapes_per_epoch"].get<double>(),
+                1e-9 * s["epoch_time_s"].get<double>());
+    EXPECT_LE(s["new_shapes_per_epoch"].get<double>(), 27 * s["accumulation"].get<double>());
     EXPECT_EQ(s["worst_padded_length_tokens"], 1024);
     EXPECT_GE(s["worst_reserved_bytes"].get<int64_t>(), s["peak_reserved_bytes"].get<int64_t>());
     const double pad = s["padding_fraction"].get<double>();

@@ -139,9 +139,10 @@ TEST(LengthsSimTest, TheWorstMicroBatchDecidesFits) {
 TEST(LengthsSimTest, VaryingShapesAddTheAllocatorsHoldUnderTheDefaultAllocator) {
   const model::LengthDistribution d = model::LengthDistribution::from_bins({{100, 30}, {1024, 10}});
   sim::Request r = request(4, d);
+  r.workload.stack = model::StackSpec{};  // hf-peft: the stack whose allocator shares were measured
   r.workload.stack.allocator = model::AllocatorMode::default_segments;
   const sim::LengthsResult l = sim::simulate_lengths(r);
-  const double share = sim::varying_shape_share(model::AllocatorMode::default_segments, true);
+  const double share = sim::varying_shape_share(cost_at(r, 1024).model().c, model::AllocatorMode::default_segments, true);
   ASSERT_GT(share, 0);
   for (size_t i = 0; i < l.result.splits.size(); ++i) {
     const model::MemoryEstimate m = cost_at(r, 1024).memory(l.result.splits[i].micro_batch);

@@ -5,6 +5,11 @@
   longtail.csv  log-normal, median 256 tokens, sigma 0.9, truncated (clipped) at 1024
   chat.csv      bimodal: 85% short turns, log-normal median 150 sigma 0.7; 15% a long mode,
                 log-normal median 900 sigma 0.45; truncated (clipped) at 2048
+  fixed512.csv, fixed1024.csv   every sequence 512 (1024) tokens: no padding at all, the
+                controls that padded micro-batches of the same widths are compared with
+  uniform1024.csv   uniform on [8, 1024]: micro-batches as wide as the controls, about half padding
+  steps1024.csv     256, 512, 768 or 1024 tokens, equally often: shapes vary but repeat, which
+                separates a cost per new shape from a cost per padded micro-batch
 
 Truncation clips a longer draw to the maximum, as SFTTrainer's `max_length` does, so each file
 has a spike at its maximum. Lengths below 8 are raised to 8 (no chat turn is shorter).
@@ -27,7 +32,21 @@ def chat(rng):
     return rng.lognormvariate(math.log(900), 0.45), 2048
 
 
-DISTRIBUTIONS = {"longtail": (longtail, 16), "chat": (chat, 17)}  # name -> (draw, seed)
+def fixed(length):
+    return lambda rng: (length, length)
+
+
+def uniform1024(rng):
+    return rng.uniform(MIN_LEN, 1024), 1024
+
+
+def steps1024(rng):
+    return rng.choice((256, 512, 768, 1024)), 1024
+
+
+DISTRIBUTIONS = {"longtail": (longtail, 16), "chat": (chat, 17), "fixed512": (fixed(512), 18),
+                 "fixed1024": (fixed(1024), 19), "uniform1024": (uniform1024, 20),
+                 "steps1024": (steps1024, 21)}  # name -> (draw, seed)
 
 
 def histogram(draw, seed, n=N):
