@@ -55,6 +55,13 @@ struct StaticMemory {
 /// Throws InputError naming the model when a byte count does not fit in int64.
 StaticMemory static_memory(const Workload& w);
 
+/// A fixed-size buffer a loss reuses for every chunk of its tokens: bytes per token it holds and
+/// the tokens it holds at most (none: 0).
+struct LossTile {
+  double bytes_per_token = 0;
+  double max_tokens = 0;
+};
+
 /// Memory that grows with the micro-batch: what autograd saves for backward, and the
 /// transient logits/loss buffers. Bytes for the whole micro-batch.
 struct ActivationMemory {

@@ -29,6 +29,11 @@ struct Features {
   double loss_bytes = 0;             ///< the loss's traffic over the vocabulary
   double host_ops = 0;               ///< dispatched operators
   double recompute_ops = 0;          ///< of those, the forward that checkpointing adds
+  double tokens = 0;                 ///< tokens of the micro-batch (rows x row length)
+  /// A loss that works through one fixed-size tile (TRL's fused LM head): bytes per token of it
+  /// and the tokens it holds at most. Not linear in the micro-batch, so the cost model adds
+  /// min(tokens, loss_tile_tokens) x loss_tile_bytes_per_token to the loss's transients per split.
+  double loss_tile_bytes_per_token = 0, loss_tile_tokens = 0;
   double saved_bytes = 0;            ///< activations saved for backward
   double attention_score_bytes = 0;  ///< unfused attention scores
   double logits_bytes = 0;           ///< logits and loss buffers

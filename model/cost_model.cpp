@@ -8,9 +8,27 @@
 
 namespace lorasim::model {
 
-Features features(const Workload& w, int64_t micro_batch) {
+namespace {
+
+/// The features that scale with the micro-batch (every one but a loss tile's bytes).
+Features linear_features(const Workload& w, int64_t micro_batch) {
   require_modelled(w);  // model/workload.h: inputs the equations do not count yet
   return training_stack(w.stack.kind).features(w, micro_batch);
+}
+
+/// A loss tile is one buffer whatever the micro-batch, up to its size: part of the loss's
+/// transients at its peak, and one of its large blocks for the reserved slack and worst case.
+Features with_loss_tile(Features f) {
+  const double tile = std::min(f.tokens, f.loss_tile_tokens) * f.loss_tile_bytes_per_token;
+  f.logits_bytes += tile;
+  f.logits_buffer_bytes += tile;
+  return f;
+}
+
+}  // namespace
+
+Features features(const Workload& w, int64_t micro_batch) {
+  return with_loss_tile(linear_features(w, micro_batch));
 }
 
 namespace {
@@ -106,7 +124,7 @@ OptimizerTime optimizer_time(const Features& f, const StackModel& m) {
 CostModel::CostModel(const Workload& w, const HardwareModel& hw) : CostModel(w, stack_model(hw, w.stack.kind)) {}
 
 CostModel::CostModel(const Workload& w, const StackModel& m)
-    : m_(m), precision_(w.train.precision), unit_(features(w, 1)), optimizer_(optimizer_time(unit_, m_)) {}
+    : m_(m), precision_(w.train.precision), unit_(linear_features(w, 1)), optimizer_(optimizer_time(unit_, m_)) {}
 
 Features CostModel::at(int64_t micro_batch) const {
   // The FLOPs, bytes and activations are linear in the micro-batch at a fixed sequence
@@ -124,7 +142,8 @@ Features CostModel::at(int64_t micro_batch) const {
   f.logits_bytes *= b;
   f.recompute_bytes *= b;
   f.logits_buffer_bytes *= b;
-  return f;
+  f.tokens *= b;
+  return with_loss_tile(f);
 }
 
 MicroBatchTime CostModel::micro_batch(int64_t micro_batch, bool accumulating) const {

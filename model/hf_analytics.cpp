@@ -79,6 +79,17 @@ double hf_block_saved_per_token(const Workload& w, bool first) {
   return bytes;
 }
 
+LossTile fused_head_tile(const Workload& w) {
+  if (!w.stack.fused_lm_head) return {};
+  // TRL 1.16's chunked log-prob (trl/kernels/chunked_logprob.py) projects TOKEN_CHUNK_SIZE = 4096
+  // tokens onto chunk_size = 32768 vocabulary entries at a time, in the compute precision, into
+  // one buffer its forward and its backward each allocate.
+  constexpr double kTokenChunk = 4096, kVocabChunk = 32768;
+  return {std::min(static_cast<double>(w.arch.vocab_size), kVocabChunk) *
+              static_cast<double>(bytes_per_element(w.train.precision)),
+          kTokenChunk};
+}
+
 ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   const Architecture& a = w.arch;
   const double e = static_cast<double>(bytes_per_element(w.train.precision));
@@ -102,8 +113,11 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
     m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
   }
   // The start of the backward: nll_loss's gradient and log-softmax's input gradient, fp32 (the
-  // fused head: the gradient of its input, fp32, while its tiles come and go).
+  // fused head: the gradient of its input, fp32, and the one logits tile its backward reuses for
+  // every chunk of tokens and vocabulary).
   m.logits_bytes = fused ? n * h * 4 : n * V * 8;
+  // The loss's large transient blocks, whose slack and one unreusable copy the reserved line and
+  // the worst case count: the half-precision logits, or the fused head's input and its tile.
   m.logits_buffer_bytes = fused ? n * h * e : n * V * e;
   return m;
 }

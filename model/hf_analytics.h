@@ -14,6 +14,10 @@ namespace lorasim::model {
 /// checkpointing, whose input (the frozen embedding's output) needs no gradient.
 double hf_block_saved_per_token(const Workload& w, bool first);
 
+/// The logits tile TRL's fused LM head projects into, one chunk of tokens by one chunk of the
+/// vocabulary at a time: allocated while the loss runs, forward and backward. None unfused.
+LossTile fused_head_tile(const Workload& w);
+
 /// Activation memory of one micro-batch under the hf-peft stack (fields as in analytics.h):
 /// saved = the blocks + the final norm + log-softmax's fp32 output and the labels;
 /// logits = what the loss adds at the start of the backward beyond that (nll_loss's and

@@ -24,6 +24,10 @@ Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
   f.logits_bytes = act.logits_bytes;
   f.recompute_bytes = act.recompute_bytes;
   f.logits_buffer_bytes = act.logits_buffer_bytes;
+  f.tokens = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
+  const LossTile tile = loss_tile(w);
+  f.loss_tile_bytes_per_token = tile.bytes_per_token;
+  f.loss_tile_tokens = tile.max_tokens;
   f.static_bytes = static_cast<double>(static_memory(w).total()) + extra_static_bytes(w);
   const ParamCounts pc = count_params(w.arch, w.lora);
   f.lora_tensors = static_cast<double>(pc.lora_tensors);

@@ -37,6 +37,8 @@ class TrainingStack {
   virtual ActivationMemory activation_memory(const Workload& w, int64_t micro_batch) const = 0;
   /// Memory beyond weights, adapters, gradients and AdamW that the stack holds whatever the batch.
   virtual double extra_static_bytes(const Workload& w) const = 0;
+  /// The loss's fixed-size tile, if it has one.
+  virtual LossTile loss_tile(const Workload&) const { return {}; }
 
   /// Whether the stack's calibration rows identify the device's rows ([time]/[memory]): the
   /// runner's do; another stack's refine only its own rows on a given device.

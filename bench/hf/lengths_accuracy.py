@@ -1,50 +1,120 @@
 #!/usr/bin/env python3
-"""Scores `lorasim simulate --lengths` against bench/results/h200/lengths-run1 (issue 16).
+"""Scores lorasim on data of many lengths against the H200 rows of lengths-run1, -run2 and -run3
+(issue 16; their READMEs say how they were measured) and writes bench/results/lengths-accuracy.md.
 
-For every row (grid and caps) it runs lorasim on the row's lengths and settings and compares
-the split's mean step time with the row's timed steps, its peak and worst-case reserved memory
-with the measured peak reserved, and per cell (trainer, data, allocator, cap) the recommended
-split with the fastest measured one. `--fit` prints the varying-shape shares of
-simulator/lengths_sim.cpp fitted on the FIT rows (grid and caps, micro-batch 2 and 8); the
-others are held out. Writes bench/results/lengths-accuracy.md.
+Two predictions of each row's mean step time (its timed steps, after the warm-up):
+- at the measured widths: every timed micro-batch at the padded width it had, plus the profile's
+  `new_shape_s` for each micro-batch whose (micro-batch, width) shape the worker process had not run
+  before (rows of one process share kernel caches, so earlier splits count) -- what `lorasim
+  validate` does with a row's histogram;
+- from the distribution: `lorasim simulate --lengths` over the row's run (`--steps`), its timed
+  window taken out of the run's mean; only for rows whose shapes no earlier split of the process
+  had run (the simulator assumes a fresh process).
+Memory: the prediction's peak and worst case (the worst micro-batch) against the measured peak
+reserved. Epoch: rows that ran a whole epoch alone.
+
+FIT rows: lengths-run3's `pad` plan (the padded/fixed controls and the expandable cells) and
+lengths-run1's micro-batch 2 and 8 rows; everything else is held out. `--fit` prints what the FIT
+rows give for `new_shape_s` and the allocator shares (the profile's `[stack.hf-peft]` rows hold
+them rounded) and stops.
 
     python3 bench/hf/lengths_accuracy.py [--lorasim build/cli/lorasim] [--fit]
 """
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
 import subprocess
 import tempfile
 
-RUN = "bench/results/h200/lengths-run1"
+RESULTS = "bench/results/h200"
+FILES = [("lengths-run1", "grid"), ("lengths-run1", "caps"), ("lengths-run2", "grid2"), ("lengths-run3", "pad"),
+         ("lengths-run3", "grid3")]
 CONTEXT_BYTES = 512 << 20  # the h200 profile's CUDA context: --memory-limit = cap + context
-FIT_MICRO_BATCHES = (2, 8)
+NEW_SHAPE_S = None  # read from the profile through lorasim (see new_shape_cost)
 
 
-def is_fit(row):
-    """Both plans' rows at micro-batch 2 and 8: the 10-step grid and the full-epoch caps rows
-    (fragmentation grows over an epoch: a fit on the grid alone left full-epoch peaks above the
-    worst case)."""
-    return row["micro_batch"] in FIT_MICRO_BATCHES
+def is_fit(r):
+    return r["plan"] == "pad" or (r["run"] == "lengths-run1" and r["micro_batch"] in (2, 8))
 
 
 def load_rows():
     rows = []
-    for plan in ("grid", "caps"):
-        with open(os.path.join(RUN, plan + "-rows.jsonl")) as f:
-            for line in f:
+    for run, plan in FILES:
+        with open(os.path.join(RESULTS, run, plan + "-rows.jsonl")) as f:
+            for i, line in enumerate(f):
                 r = json.loads(line)
-                r["plan"] = plan
+                r.update(run=run, plan=plan, order=i)
                 rows.append(r)
     return rows
 
 
+def mark_shapes(rows):
+    """Per row: new shapes per timed step (process-wide, in file order) and whether the process had
+    run any of its shapes before it started."""
+    seen = {}
+    for r in rows:
+        key = (r["run"], r["plan"], r.get("pid"))
+        ps = seen.setdefault(key, set())
+        before = set(ps)
+        news = []
+        for i, s in enumerate(r.get("steps") or []):
+            n = 0
+            for w in s["padded"]:
+                k = (r["config"], r["micro_batch"], w)
+                if k not in ps:
+                    ps.add(k)
+                    n += 1
+            news.append(n)
+        r["new_per_step"] = news
+        r["fresh"] = not any(k[0] == r["config"] and k[1] == r["micro_batch"] for k in before)
+
+
+def stack_flags(r):
+    flags = ["--model-config", r["config"], "--lora-dropout", str(r["lora"]["lora_dropout"]), "--allocator", r["allocator"]]
+    return flags + (["--grad-ckpt", "--fused-lm-head", "true"] if r["trainer"] == "SFTTrainer" else ["--fused-lm-head", "false"])
+
+
+@functools.lru_cache(None)
+def run_json(cmd):
+    return json.loads(subprocess.run(list(cmd), check=True, capture_output=True, text=True).stdout)
+
+
+def micro_batch_times(lorasim, r, w):
+    j = run_json(tuple([lorasim, "simulate", "--gpu", "h200", "--seq-len", str(w), "--effective-batch",
+                        str(r["micro_batch"]), "--format", "json", "--allow-over-memory"] + stack_flags(r)))
+    s = next(x for x in j["splits"] if x["micro_batch"] == r["micro_batch"])
+    return s["micro_batch_time_s"], s["optimizer_time_s"]
+
+
+def at_measured_widths(lorasim, r, c_new):
+    """Mean timed step: each micro-batch at its width, the optimizer, c_new per new shape."""
+    timed = list(zip(r["steps"], r["new_per_step"]))[r["warmup_steps"]:]
+    total = 0.0
+    for s, new in timed:
+        t = 0.0
+        for w in s["padded"]:
+            mbt, opt = micro_batch_times(lorasim, r, w)
+            t += mbt
+        total += t + opt + c_new * new
+    return total / len(timed), sum(n for _, n in timed) / len(timed)
+
+
+def simulate_lengths(lorasim, r, lengths_file, steps):
+    cmd = [lorasim, "simulate", "--gpu", "h200", "--lengths", lengths_file, "--padding", "longest", "--max-length",
+           str(r["max_length"]), "--effective-batch", str(r["effective_batch"]), "--steps", str(steps),
+           "--format", "json"] + stack_flags(r)
+    if r.get("cap_bytes"):
+        cmd += ["--memory-limit", str(r["cap_bytes"] + CONTEXT_BYTES)]
+    j = run_json(tuple(cmd))
+    return cmd, j, next(s for s in j["splits"] if s["micro_batch"] == r["micro_batch"])
+
+
 def epoch_lengths_file(rows, tmp):
-    """The caps plan trains on the first 512 sequences of longtail's order: their lengths, from
-    the row that ran the whole epoch."""
-    full = [r for r in rows if r["plan"] == "caps" and r.get("full_epoch") and r["steps_run"] == r["steps_planned"]]
+    """The capped epochs train on the first 512 sequences of longtail's order: their lengths."""
+    full = [r for r in rows if r.get("full_epoch") and r.get("steps_run") == r.get("steps_planned") and not r.get("oom")]
     counts = {}
     for s in full[0]["steps"]:
         for mb in s["lengths"]:
@@ -52,175 +122,189 @@ def epoch_lengths_file(rows, tmp):
                 counts[l] = counts.get(l, 0) + 1
     path = os.path.join(tmp, "longtail-512.csv")
     with open(path, "w") as f:
-        f.write("length,count\n")
-        for l in sorted(counts):
-            f.write(f"{l},{counts[l]}\n")
+        f.write("length,count\n" + "".join(f"{l},{counts[l]}\n" for l in sorted(counts)))
     return path
 
 
-def command(lorasim, row, lengths_file):
-    cmd = [lorasim, "simulate", "--gpu", "h200", "--model", row["model"], "--lengths", lengths_file,
-           "--padding", "longest", "--max-length", str(row["max_length"]), "--effective-batch",
-           str(row["effective_batch"]), "--lora-dropout", str(row["lora"]["lora_dropout"]),
-           "--allocator", row["allocator"], "--format", "json"]
-    if row["trainer"] == "SFTTrainer":
-        cmd += ["--grad-ckpt", "--fused-lm-head", "true"]
-    else:
-        cmd += ["--fused-lm-head", "false"]
-    if row.get("cap_bytes"):
-        cmd += ["--memory-limit", str(row["cap_bytes"] + CONTEXT_BYTES)]
-    return cmd
+def new_shape_cost(lorasim):
+    """The profile's new_shape_s, from a two-length simulation: its new-shape time per new shape."""
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+        f.write("length,count\n100,1\n200,1\n")
+    j = run_json((lorasim, "simulate", "--gpu", "h200", "--model", "qwen3-1.7b", "--lengths", f.name,
+                  "--effective-batch", "1", "--format", "json"))
+    os.unlink(f.name)
+    s = j["splits"][0]
+    return s["new_shape_time_s"] / s["new_shapes_per_step"]
 
 
-def predict(lorasim, row, lengths_file, cache):
-    cmd = command(lorasim, row, lengths_file)
-    key = tuple(cmd)
-    if key not in cache:
-        cache[key] = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    j = cache[key]
-    split = next(s for s in j["splits"] if s["micro_batch"] == row["micro_batch"])
-    return cmd, j, split
-
-
-def fit(rows, preds):
-    out = {}
+def fit(lorasim, rows, preds):
+    fit_rows = [r for r in rows if is_fit(r) and r.get("steps") and not r.get("oom") and r["concurrent_processes"] == 1]
+    num = den = 0.0
+    for r in fit_rows:
+        base, new = at_measured_widths(lorasim, r, 0.0)
+        num += (r["mean_step_time_s"] - base) * new
+        den += new * new
+    print(f"new_shape_s: {num / den:.4f} (least squares through 0 over {len(fit_rows)} rows)")
     for alloc in ("default", "expandable"):
-        fit_rows = [(r, s) for r, s in zip(rows, preds) if r["allocator"] == alloc and
-                    (is_fit(r) or alloc == "expandable") and not r.get("oom")]
-        need_peak = [(r["peak_reserved_bytes"] - (s["peak_reserved_bytes"] - s["varying_shape_bytes"])) /
-                     s["activation_bytes"] for r, s in fit_rows]
+        sel = [(r, s) for r, s in zip(rows, preds) if r["allocator"] == alloc and is_fit(r) and not r.get("oom")]
+        need = [(r["peak_reserved_bytes"] - (s["peak_reserved_bytes"] - s["varying_shape_bytes"])) / s["activation_bytes"]
+                for r, s in sel]
         need_worst = [(r["peak_reserved_bytes"] - (s["worst_reserved_bytes"] - s["varying_shape_worst_bytes"])) /
-                      s["activation_bytes"] for r, s in fit_rows]
-        out[alloc] = (max(0.0, sum(need_peak) / len(need_peak)), max(0.0, max(need_worst)), len(fit_rows))
-    return out
+                      s["activation_bytes"] for r, s in sel]
+        print(f"{alloc}: expected share {max(0.0, sum(need) / len(need)):.4f}, bound {max(0.0, max(need_worst)):.4f} "
+              f"({len(sel)} rows)")
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:+.1f}%"
 
 
 def gib(b):
     return f"{b / 2**30:.2f}"
 
 
+def mean_abs(xs):
+    return sum(abs(x) for x in xs) / len(xs) if xs else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lorasim", default="build/cli/lorasim")
     ap.add_argument("--out", default="bench/results/lengths-accuracy.md")
-    ap.add_argument("--fit", action="store_true", help="print the fitted shares and stop")
+    ap.add_argument("--fit", action="store_true", help="print what the FIT rows give and stop")
     args = ap.parse_args()
     rows = load_rows()
-    cache = {}
+    mark_shapes(rows)
+    c_new = new_shape_cost(args.lorasim)
     with tempfile.TemporaryDirectory() as tmp:
         caps_file = epoch_lengths_file(rows, tmp)
         results = []
         for r in rows:
-            lf = caps_file if r["plan"] == "caps" else r["lengths_file"]
-            cmd, j, s = predict(args.lorasim, r, lf, cache)
-            results.append((r, cmd, j, s))
-    if args.fit:
-        for alloc, (mean, bound, n) in fit(rows, [s for _, _, _, s in results]).items():
-            print(f"{alloc}: expected share {mean:.4f}, bound {bound:.4f} ({n} rows)")
-        return
+            lf = caps_file if r.get("full_epoch") else r["lengths_file"]
+            steps = max(1, r.get("steps_run") or r["steps_planned"])
+            cmd, j, s = simulate_lengths(args.lorasim, r, lf, steps)
+            res = dict(r=r, cmd=cmd, j=j, s=s, role="fit" if is_fit(r) else "held out")
+            clean = r.get("steps") and not r.get("oom") and r["concurrent_processes"] == 1 and r.get("mean_step_time_s")
+            if clean:
+                res["at_widths"], res["new"] = at_measured_widths(args.lorasim, r, c_new)
+                res["err_widths"] = res["at_widths"] / r["mean_step_time_s"] - 1
+                w = r["warmup_steps"]
+                if r["fresh"] and steps > w:
+                    _, _, sw = simulate_lengths(args.lorasim, r, lf, w) if w > 0 else (None, None, {"step_time_s": 0})
+                    res["from_dist"] = (steps * s["step_time_s"] - w * sw["step_time_s"]) / (steps - w)
+                    res["err_dist"] = res["from_dist"] / r["mean_step_time_s"] - 1
+            results.append(res)
+        if args.fit:
+            fit(args.lorasim, rows, [x["s"] for x in results])
+            return
 
-    lines = []
-    lines.append("# lorasim simulate --lengths against lengths-run1 (issue 16)\n")
-    lines.append(f"Made by `python3 bench/hf/lengths_accuracy.py` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC "
-                 f"({platform.machine()}, {platform.system()}; lorasim is CPU only), against the H200 rows of "
-                 f"`{RUN}` (their README says how they were measured). One command per row, e.g.\n")
-    lines.append("    " + " ".join(results[0][1]).replace(args.lorasim, "lorasim") + "\n")
-    lines.append("Caps rows use the lengths of their 512-sequence epoch (written from the rows' own `lengths`) and "
-                 "`--memory-limit` = the cap + the profile's 512 MiB context; their step times ran two processes at once "
-                 "on one GPU (contended), so they score memory only. The varying-shape share of reserved memory "
-                 "(`simulator/lengths_sim.cpp`) is fitted on the `fit` rows (grid and caps, micro-batch 2 and 8, default "
-                 "allocator; the expandable allocator's one row fits its own, so nothing scores it) and every other row is "
-                 "held out. A first fit on the grid rows alone (0.52 expected, 0.87 bound) left the worst case below the "
-                 "measured peak in 5 rows, 4 of them full-epoch caps rows: fragmentation grows over an epoch.\n")
-    lines.append("| plan | trainer | data | alloc | cap | split | role | step meas | step pred | err | padded meas | padded pred | reserved meas GiB | peak pred | err | worst pred | worst >= meas | fits pred | OOM meas |")
-    lines.append("| --- " * 19 + "|")
-    time_err_held, time_err_all, peak_err_held, below = [], [], [], []
-    for r, cmd, j, s in results:
-        role = "fit" if (is_fit(r) or r["allocator"] == "expandable") else "held out"
-        meas_t = r.get("mean_step_time_s")
-        contended = r.get("concurrent_processes", 1) > 1
-        pred_t = s["step_time_s"]
-        t_err = (pred_t / meas_t - 1) if meas_t and not contended and not r.get("oom") else None
-        if t_err is not None:
-            time_err_all.append(t_err)
-            if role == "held out":
-                time_err_held.append(t_err)
+    L = []
+    L.append("# lorasim on data of many lengths, against lengths-run1, -run2 and -run3 (issue 16)\n")
+    L.append(f"Made by `python3 bench/hf/lengths_accuracy.py` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC "
+             f"({platform.machine()}, {platform.system()}; lorasim runs on the CPU), against the H200 rows of "
+             f"`{RESULTS}/lengths-run1`, `-run2` and `-run3` (their READMEs say how they were measured). The profile is "
+             f"the embedded h200; its `new_shape_s` is {c_new:.3f} s. One command per row for memory and the "
+             f"distribution's prediction, e.g.\n")
+    L.append("    " + " ".join(results[0]["cmd"]).replace(args.lorasim, "lorasim") + "\n")
+    L.append("FIT rows (`role` fit): lengths-run3's `pad` plan and lengths-run1's micro-batch 2 and 8; every other row "
+             "is held out. `at widths`: each timed micro-batch at its measured padded width plus the cost of each "
+             "shape new to the process (what validate does with a row's histogram); `from dist`: `simulate --lengths` "
+             "over the row's own steps, only where no earlier split of the worker process had run the row's shapes. "
+             "Rows that ran two processes at once (the caps plan) score memory only.\n")
+    L.append("| run | plan | model | trainer | data | alloc | cap | split | role | step meas | at widths | err | from dist | err | "
+             "new shapes/step | reserved meas GiB | peak pred | err | worst pred | worst >= meas | fits pred | OOM meas |")
+    L.append("| --- " * 22 + "|")
+    held_w, held_d, all_w, below, peak_held = [], [], [], [], []
+    for x in results:
+        r, s = x["r"], x["s"]
+        if "err_widths" in x:
+            all_w.append(x["err_widths"])
+            if x["role"] == "held out":
+                held_w.append(x["err_widths"])
+                if "err_dist" in x:
+                    held_d.append(x["err_dist"])
         meas_m = r["peak_reserved_bytes"]
         m_err = s["peak_reserved_bytes"] / meas_m - 1
-        worst_ok = s["worst_reserved_bytes"] >= meas_m
-        if role == "held out" and not r.get("oom"):
-            peak_err_held.append(m_err)
-        if not worst_ok:
+        ok = s["worst_reserved_bytes"] >= meas_m
+        if not ok:
             below.append(r)
-        lines.append(f"| {r['plan']} | {r['trainer']} | {r['distribution']} | {r['allocator']} | {r.get('cap_gib') or '-'} | "
-                     f"{r['micro_batch']}x{r['accumulation']} | {role} | {meas_t:.3f} | {pred_t:.3f} | "
-                     f"{'%+.1f%%' % (100 * t_err) if t_err is not None else ('contended' if contended else 'OOM')} | "
-                     f"{r['mean_padded_len_timed']:.0f} | {s['mean_padded_length_tokens']:.0f} | {gib(meas_m)} | "
-                     f"{gib(s['peak_reserved_bytes'])} | {100 * m_err:+.1f}% | {gib(s['worst_reserved_bytes'])} | "
-                     f"{'yes' if worst_ok else '**no**'} | {'yes' if s['fits'] else 'no'} | {'yes' if r.get('oom') else 'no'} |")
-    lines.append("")
-    # Per cell: the recommended split against the fastest measured.
-    lines.append("## Recommended split against the fastest measured (per cell)\n")
-    lines.append("| plan | trainer | data | alloc | cap | recommended | its measured step | fastest measured | its step | gap |")
-    lines.append("| --- " * 10 + "|")
+        if x["role"] == "held out" and not r.get("oom"):
+            peak_held.append(m_err)
+        status = "OOM" if r.get("oom") else ("contended" if r["concurrent_processes"] > 1 else "")
+        L.append(f"| {r['run'][-4:]} | {r['plan']} | {r['model']} | {r['trainer']} | {r['distribution']} | {r['allocator']} | "
+                 f"{r.get('cap_gib') or '-'} | {r['micro_batch']}x{r['accumulation']} | {x['role']} | "
+                 f"{r['mean_step_time_s']:.3f} | " if r.get("mean_step_time_s") else
+                 f"| {r['run'][-4:]} | {r['plan']} | {r['model']} | {r['trainer']} | {r['distribution']} | {r['allocator']} | "
+                 f"{r.get('cap_gib') or '-'} | {r['micro_batch']}x{r['accumulation']} | {x['role']} | - | ")
+        L[-1] += (f"{x['at_widths']:.3f} | {pct(x['err_widths'])} | " if "at_widths" in x else f"{status} | - | ")
+        L[-1] += (f"{x['from_dist']:.3f} | {pct(x['err_dist'])} | " if "from_dist" in x else "- | - | ")
+        L[-1] += (f"{x['new']:.2f} | " if "new" in x else "- | ")
+        L[-1] += (f"{gib(meas_m)} | {gib(s['peak_reserved_bytes'])} | {100 * m_err:+.1f}% | {gib(s['worst_reserved_bytes'])} | "
+                  f"{'yes' if ok else '**no**'} | {'yes' if s['fits'] else 'no'} | {'yes' if r.get('oom') else 'no'} |")
+    L.append("")
+
+    L.append("## Epoch time (rows that ran a whole epoch alone)\n")
+    L.append("| run | trainer | cap | split | steps | measured (sum of step times) | predicted epoch | err |")
+    L.append("| --- " * 8 + "|")
+    epoch_errs = []
+    for x in results:
+        r, s = x["r"], x["s"]
+        if r.get("full_epoch") and not r.get("oom") and r["concurrent_processes"] == 1 and r.get("steps_run") == r.get("steps_planned"):
+            meas = sum(st["time_s"] for st in r["steps"])
+            e = s["epoch_time_s"] / meas - 1
+            epoch_errs.append(e)
+            L.append(f"| {r['run'][-4:]} | {r['trainer']} | {r.get('cap_gib')} | {r['micro_batch']}x{r['accumulation']} | "
+                     f"{r['steps_run']} | {meas:.1f} s | {s['epoch_time_s']:.1f} s | {pct(e)} |")
+    L.append("")
+
+    L.append("## Recommended split against the fastest measured (per cell)\n")
+    L.append("| run | plan | model | trainer | data | alloc | cap | recommended | its measured step | fastest measured | its step | gap |")
+    L.append("| --- " * 12 + "|")
     cells = {}
-    for r, cmd, j, s in results:
-        cells.setdefault((r["plan"], r["trainer"], r["distribution"], r["allocator"], r.get("cap_gib")), []).append((r, j))
-    rec_gaps = []
+    for x in results:
+        r = x["r"]
+        cells.setdefault((r["run"], r["plan"], r["model"], r["trainer"], r["distribution"], r["allocator"], r.get("cap_gib"),
+                          r["effective_batch"]),
+                         []).append(x)
+    gaps = []
     for key, members in cells.items():
-        j = members[0][1]
-        rec = j["recommended"]
-        ok = [r for r, _ in members if not r.get("oom")]
+        ok = [m["r"] for m in members if not m["r"].get("oom") and m["r"].get("mean_step_time_s")]
+        if len(members) < 2 or not ok:
+            continue
+        rec = members[0]["j"]["recommended"]
         fastest = min(ok, key=lambda r: r["mean_step_time_s"])
-        rec_row = next((r for r, _ in members if rec and r["micro_batch"] == rec["micro_batch"]), None)
-        rec_txt = f"{rec['micro_batch']}x{rec['accumulation']}" if rec else "none"
+        rec_row = next((m["r"] for m in members if rec and m["r"]["micro_batch"] == rec["micro_batch"]), None)
         if rec_row is None:
             meas, gap = "not measured", "-"
         elif rec_row.get("oom"):
-            meas, gap = "OOM", "-"
+            meas, gap = "**OOM**", "-"
         else:
-            meas = f"{rec_row['mean_step_time_s']:.3f}"
             g = rec_row["mean_step_time_s"] / fastest["mean_step_time_s"] - 1
-            gap = f"{100 * g:+.1f}%"
-            if key[0] == "grid" and len(ok) > 1:
-                rec_gaps.append(g)
-        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4] or '-'} | {rec_txt} | {meas} | "
-                     f"{fastest['micro_batch']}x{fastest['accumulation']} | {fastest['mean_step_time_s']:.3f} | {gap} |")
-    lines.append("")
-    mean_abs = lambda xs: sum(abs(x) for x in xs) / len(xs) if xs else float("nan")
-    lines.append("## Headline\n")
-    lines.append(f"- Mean step time, uncontended rows: mean |error| {100 * mean_abs(time_err_all):.1f}% over "
-                 f"{len(time_err_all)} rows ({100 * mean_abs(time_err_held):.1f}% over the {len(time_err_held)} held out); "
-                 f"within 5%: {sum(abs(e) <= 0.05 for e in time_err_all)} of {len(time_err_all)}; "
-                 f"range {100 * min(time_err_all):+.1f}% to {100 * max(time_err_all):+.1f}%.")
-    lines.append(f"- Peak reserved, held-out rows: mean |error| {100 * mean_abs(peak_err_held):.1f}% over {len(peak_err_held)} rows, "
-                 f"range {100 * min(peak_err_held):+.1f}% to {100 * max(peak_err_held):+.1f}%.")
-    lines.append(f"- Worst case below a measured peak: {len(below)} of {len(results)} rows"
-                 + (": " + ", ".join(f"{r['plan']} {r['trainer']} {r['distribution']} {r['micro_batch']}x{r['accumulation']}" for r in below) if below else "") + ".")
-    lines.append(f"- Recommended split against the fastest measured (grid cells with more than one measured split): "
-                 + ", ".join(f"{100 * g:+.1f}%" for g in rec_gaps) + ".")
-    lines.append("")
-    lines.append("## Findings (against issue 16's targets: 5% time, worst case never below, recommended within 3%)\n")
-    lines.append("- **Time misses the 5% target.** SFTTrainer (TRL defaults) is predicted 11-30% fast on every split: "
-                 "lengths-run1's README fits 0.57 s of wall time per micro-batch where the hf-peft terms give about 0.45 s, "
-                 "and padded micro-batches cost more than their tokens (attention masks, ignored loss positions), which no "
-                 "term models yet. The plain Trainer is -30% to +17%. The padding itself is close: the predicted mean padded "
-                 "length is 2-22% below the measured one (the OOM row aside; the measured means are over 8-30 steps, the prediction is exact for "
-                 "random draws).")
-    lines.append("- **Epoch time is not scored**: no row timed a full epoch alone (the caps rows ran two processes at once). "
-                 "It is steps per epoch x the mean step, so it carries the mean step's error.")
-    lines.append("- **Worst case**: at or above the measured peak reserved in every row, fit and held out, with the "
-                 "varying-shape share fitted on micro-batch 2 and 8; the price is over-prediction where fragmentation is "
-                 "mild: Trainer on longtail +38% expected peak, and its 16x1 (98.7 GiB measured on the H200) is called "
-                 "`fits: no` (169.6 GiB worst case).")
-    lines.append("- **Recommendation**: the fastest measured in 2 of 4 grid cells; Trainer longtail 8x2 is 2.1% slower "
-                 "than 16x1 (refused as above); Trainer chat 4x4 is 23% slower than 8x2, whose measured peak "
-                 "(136.8 GiB) is above the usable memory lorasim allows (132.9 GiB after the 5% margin), so the refusal "
-                 "is the margin's, not an error of the model. The expandable cell's recommended 16x1 was not measured.")
-    lines.append("- One GPU, one model, two distributions: the shares are not validated elsewhere.")
+            meas, gap = f"{rec_row['mean_step_time_s']:.3f}", pct(g)
+            if rec_row["concurrent_processes"] == 1:
+                gaps.append(g)
+        L.append(f"| {key[0][-4:]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {key[5]} | {key[6] or '-'} | "
+                 f"{rec['micro_batch'] if rec else 'none'}x{rec['accumulation'] if rec else ''} | {meas} | "
+                 f"{fastest['micro_batch']}x{fastest['accumulation']} | {fastest['mean_step_time_s']:.3f} | {gap} |")
+    L.append("")
+    L.append("## Headline\n")
+    L.append(f"- Mean step time at the measured widths, held out: mean |error| {100 * mean_abs(held_w):.1f}% over "
+             f"{len(held_w)} rows (all rows {100 * mean_abs(all_w):.1f}% over {len(all_w)}); within 5%: "
+             f"{sum(abs(e) <= 0.05 for e in held_w)} of {len(held_w)}; range {pct(min(held_w))} to {pct(max(held_w))}.")
+    if held_d:
+        L.append(f"- Mean step time from the distribution, held out and fresh: mean |error| {100 * mean_abs(held_d):.1f}% "
+                 f"over {len(held_d)} rows; range {pct(min(held_d))} to {pct(max(held_d))}.")
+    if epoch_errs:
+        L.append(f"- Epoch time: " + ", ".join(pct(e) for e in epoch_errs) + ".")
+    L.append(f"- Peak reserved, held out: mean |error| {100 * mean_abs(peak_held):.1f}% over {len(peak_held)} rows, "
+             f"range {pct(min(peak_held))} to {pct(max(peak_held))}.")
+    L.append(f"- Worst case below a measured peak: {len(below)} of {len(results)} rows"
+             + (": " + ", ".join(f"{r['run']} {r['plan']} {r['trainer']} {r['distribution']} {r['micro_batch']}x{r['accumulation']}"
+                                 for r in below) if below else "") + ".")
+    L.append(f"- Recommended split against the fastest measured (uncontended cells): " + ", ".join(pct(g) for g in gaps) + ".")
     with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        f.write("\n".join(L) + "\n")
+    print("\n".join(L[-8:]))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ class HfPeftStack final : public TrainingStack {
     return hf_activation_memory(w, b);
   }
   double extra_static_bytes(const Workload& w) const override { return hf_extra_static_bytes(w); }
+  LossTile loss_tile(const Workload& w) const override { return fused_head_tile(w); }
   bool calibrates_device() const override { return false; }
   std::string prior_note(const std::string& device_name, const std::string& time_error) const override;
   std::string memory_note(const StackSpec& spec, bool asynchronous, const std::string& memory_error) const override;
