@@ -15,6 +15,9 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.micro_batch = r.micro_batch;
   m.accumulation = r.accumulation;
   m.oom = r.oom;
+  // The runner trains on fixed-length random tokens: one width, no padding, one process.
+  m.collation = "fixed";
+  m.real_tokens = static_cast<double>(r.micro_batch) * static_cast<double>(w.train.seq_len);
   if (r.oom) return m;
   m.step_time_s = r.step_time_s;
   m.micro_batch_time_s = r.micro_batch_time_s;
@@ -24,6 +27,14 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
   m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
   return m;
+}
+
+void set_device(std::vector<Measurement>& rows, const std::string& device, bool is_gpu, double memory_bytes) {
+  for (Measurement& m : rows) {
+    m.device = is_gpu ? device : "cpu";
+    m.device_memory_bytes = memory_bytes > 0 ? memory_bytes : kNotMeasured;
+    m.processes = 1;
+  }
 }
 
 void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {

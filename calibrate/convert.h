@@ -2,6 +2,8 @@
 // place so that `calibrate`, `validate` and `fit` (and library users) agree on them.
 // Torch-free: it reads the measured run (calibrate/measured_run.h), never the runner.
 #pragma once
+#include <string>
+#include <vector>
 
 #include "calibrate/fit.h"
 #include "calibrate/measured_run.h"
@@ -14,6 +16,11 @@ namespace lorasim::calib {
 /// What a run of `w` measured, as a measurement row; an out-of-memory run keeps every
 /// figure not measured.
 Measurement to_measurement(const model::Workload& w, const RunResult& r);
+
+/// Records on every row the device it ran on, as rows name devices (docs/measurements.md):
+/// the GPU's name, or "cpu" whatever the CPU's model; `memory_bytes` <= 0 leaves it unrecorded.
+/// The runner is one process.
+void set_device(std::vector<Measurement>& rows, const std::string& device, bool is_gpu, double memory_bytes);
 
 /// The lowest relative errors a fitted profile claims: a fit's residuals over a few runs
 /// understate what other workloads will see.

@@ -268,6 +268,7 @@ int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt,
   v.request = live_request(a, profile, v.device, memory_limit_bytes);
   v.predicted = sim::simulate(v.request);
   v.runs = run_splits(a, v);
+  calib::set_device(v.runs, v.device.name, v.device.is_cuda, static_cast<double>(v.device.total_memory_bytes));
   for (const auto& m : v.runs) v.rows.push_back(calib::compare_split(v.predicted, m));
   const calib::ComparisonSummary sum = calib::summarize(v.rows);
   if (!a.save.empty()) calib::write_measurements_csv(v.runs, a.save);

@@ -49,6 +49,20 @@ TEST(ConvertTest, RunBecomesAMeasurementOfItsWorkloadAndSplit) {
   EXPECT_EQ(m.peak_reserved_bytes, 2048.0);
 }
 
+TEST(ConvertTest, TheRunnersRowsSayWhatItRanOnAndWhatTheModelSaw) {
+  std::vector<Measurement> rows = {to_measurement(tiny_workload(), finished_run())};
+  EXPECT_EQ(rows[0].collation, "fixed");  // fixed-length random tokens
+  EXPECT_EQ(rows[0].real_tokens, 4.0 * 64);
+  set_device(rows, "NVIDIA H200", true, 150754820096.0);
+  EXPECT_EQ(rows[0].device, "NVIDIA H200");
+  EXPECT_EQ(rows[0].device_memory_bytes, 150754820096.0);
+  EXPECT_EQ(rows[0].processes, 1);
+  // The CPU is "cpu" whatever its model name: rows name devices as torch does.
+  set_device(rows, "Intel(R) Xeon(R) Platinum 8480+", false, 0);
+  EXPECT_EQ(rows[0].device, "cpu");
+  EXPECT_FALSE(measured(rows[0].device_memory_bytes));
+}
+
 TEST(ConvertTest, OutOfMemoryRunMeasuresNothing) {
   RunResult r = finished_run();
   r.oom = true;
