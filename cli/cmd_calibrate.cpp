@@ -204,6 +204,8 @@ int cmd_calibrate(const Args& args) {
   print_fit(std::cout, res.fit, base);
   std::cout << "calibration took " << fixed(res.duration_s, 1) << " s (" << res.measurements.size()
             << " runs, " << res.skipped << " skipped)\nwrote " << out << "\n";
+  if (const std::string why = calib::residual_warning(res.fit, !dev.is_cuda, opt.measure_steps); !why.empty())
+    std::cerr << "warning: " << why << "\n";
   return kOk;
 }
 
