@@ -73,10 +73,13 @@ bool to_bool(const std::string& key, const std::string& v) {
 
 // Architecture cache: a config.json is read once per file, not once per row. A relative config
 // path is the rows file's (measurement_run.h); a hash given must be the file's.
+bool names_config(const std::string& name) {
+  return name.find('/') != std::string::npos || (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+}
+
 model::Architecture architecture(const std::string& name, const std::string& hash, const std::string& rows_dir,
                                  std::map<std::string, model::Architecture>& cache) {
-  const bool is_path = name.find('/') != std::string::npos ||
-                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+  const bool is_path = names_config(name);
   if (!hash.empty()) check_sha256_cell(hash);
   if (!is_path) {
     if (!hash.empty())
@@ -356,7 +359,10 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     std::string targets = m.workload.lora.targets_string();
     for (char& c : targets)
       if (c == ',') c = ';';
-    out << m.workload.arch.name << ',' << m.workload.arch.num_layers << ',' << m.workload.train.seq_len << ','
+    // A config travels with the rows: stored beside them by hash, named relative to them.
+    const auto [config, hash] = names_config(m.workload.arch.name) ? store_config_beside(m.workload.arch.name, path)
+                                                                   : std::pair<std::string, std::string>();
+    out << (config.empty() ? m.workload.arch.name : config) << ',' << m.workload.arch.num_layers << ',' << m.workload.train.seq_len << ','
         << m.micro_batch << ',' << m.accumulation << ',' << (m.workload.train.grad_ckpt ? "true" : "false") << ','
         << m.workload.lora.rank << ',' << m.workload.lora.alpha << ',' << targets << ','
         << model::precision_name(m.workload.train.precision) << ',' << (m.oom ? "true" : "false") << ',';
@@ -377,7 +383,9 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     out << ',' << model::stack_name(st.kind) << ',' << model::attn_impl_name(st.attn_impl) << ',' << st.lora_dropout
         << ',' << model::allocator_name(st.allocator) << ',' << (st.autocast ? "true" : "false") << ',' << m.loop
         << ',' << (st.fused_lm_head ? "true" : "false");
-    for (const std::string& cell : run_cells(m)) out << ',' << cell;
+    std::vector<std::string> cells = run_cells(m);
+    if (!hash.empty()) cells.back() = hash;  // run_cells ends with model_config_sha256
+    for (const std::string& cell : cells) out << ',' << cell;
     out << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "calibrate/content_hash.h"
+#include "model/atomic_file.h"
 #include "model/error.h"
 
 namespace lorasim::calib {
@@ -151,6 +152,34 @@ std::string resolve_config_path(const std::string& model, const std::string& row
   }
   if (!has_hash && fs::exists(p, ec)) return model;
   return "";
+}
+
+std::pair<std::string, std::string> store_config_beside(const std::string& config_path, const std::string& rows_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (model::written_in_place(rows_path) || !fs::is_regular_file(config_path, ec)) return {"", ""};
+  std::ifstream in(config_path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in.good() && !in.eof()) return {"", ""};
+  const std::string bytes = ss.str(), hash = sha256_hex(bytes);
+  const fs::path rows(rows_path);
+  const std::string folder = rows.stem().string() + ".configs";
+  const fs::path dir = rows.parent_path() / folder;
+  std::string name = hash.substr(0, 16) + ".json";
+  auto holds = [&](const fs::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::stringstream there;
+    there << f.rdbuf();
+    return f.good() && there.str() == bytes;
+  };
+  if (fs::exists(dir / name, ec) && !holds(dir / name)) name = hash + ".json";  // another config, same prefix
+  if (!holds(dir / name)) {
+    fs::create_directories(dir, ec);
+    if (ec) throw ConfigError("cannot create '" + dir.string() + "' for the rows' model configs: " + ec.message());
+    model::write_file_atomically((dir / name).string(), bytes, "model config");
+  }
+  return {folder + "/" + name, hash};
 }
 
 void check_sha256_cell(const std::string& hash) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "calibrate/measurement.h"
@@ -34,6 +35,12 @@ std::string padded_lengths_cell(const std::vector<PaddedWidth>& widths);
 /// else -- only for a row without a hash, written before rows named configs beside themselves --
 /// against the working directory. Returns "" when the file is in neither place.
 std::string resolve_config_path(const std::string& model, const std::string& rows_dir, bool has_hash);
+
+/// The model cell and hash a rows file at `rows_path` names a config by: the config file at
+/// `config_path` copied beside it by content hash (`<rows-stem>.configs/<hash prefix>.json`,
+/// relative to the rows file's directory) and its SHA-256. {"", ""} when `config_path` is no
+/// readable file or the rows go to a device or pipe (nothing beside them to keep configs in).
+std::pair<std::string, std::string> store_config_beside(const std::string& config_path, const std::string& rows_path);
 
 /// Throws ConfigError unless `hash` is 64 lowercase hex digits.
 void check_sha256_cell(const std::string& hash);

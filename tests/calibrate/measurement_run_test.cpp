@@ -217,3 +217,40 @@ TEST(MeasurementRunTest, ARowWithoutAHashStillFindsAConfigOfTheWorkingDirectory)
 
 }  // namespace
 }  // namespace lorasim::calib
+
+namespace lorasim::calib {
+namespace {
+
+TEST(MeasurementRunTest, SavedRowsCarryTheirConfigBesideThemByHash) {
+  TempDir dir;
+  write(dir.path / "elsewhere" / "model.json", config(2));
+  write(dir.path / "other" / "model.json", config(6));
+  const auto rows = parse_measurements(kHeader + "\n" + (dir.path / "elsewhere" / "model.json").string() +
+                                           ",128,2,0.5\n" + (dir.path / "other" / "model.json").string() + ",128,2,0.5\n",
+                                       "csv", "m.csv");
+  const fs::path out = dir.path / "saved" / "runs.csv";
+  fs::create_directories(out.parent_path());
+  write_measurements_csv(rows, out.string());
+  // Two configs of one name: two files, each named by its hash, relative to the rows.
+  const std::string h2 = sha256_hex(config(2)), h6 = sha256_hex(config(6));
+  EXPECT_TRUE(fs::exists(dir.path / "saved" / "runs.configs" / (h2.substr(0, 16) + ".json")));
+  EXPECT_TRUE(fs::exists(dir.path / "saved" / "runs.configs" / (h6.substr(0, 16) + ".json")));
+  std::ifstream in(out);
+  std::string header, first;
+  std::getline(in, header);
+  std::getline(in, first);
+  EXPECT_EQ(first.rfind("runs.configs/" + h2.substr(0, 16) + ".json,2,", 0), 0u) << first;
+  EXPECT_EQ(first.substr(first.size() - 64), h2);
+  // The originals can go, and the folder can move: the rows still read, each its own config.
+  fs::remove_all(dir.path / "elsewhere");
+  fs::remove_all(dir.path / "other");
+  fs::rename(dir.path / "saved", dir.path / "moved");
+  const auto back = load_measurements((dir.path / "moved" / "runs.csv").string());
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].workload.arch.num_layers, 2);
+  EXPECT_EQ(back[1].workload.arch.num_layers, 6);
+  EXPECT_EQ(back[1].model_config_sha256, h6);
+}
+
+}  // namespace
+}  // namespace lorasim::calib
