@@ -131,7 +131,12 @@ void read_run_columns(const std::function<std::string(const std::string&)>& get,
 }
 
 std::vector<std::string> run_cells(const Measurement& m) {
-  return {m.device,
+  // A device name is free text: quoted where it holds a comma (the CSV reader keeps quoted commas).
+  std::string device;
+  for (char c : m.device)
+    if (c != '"') device += c;
+  if (device.find(',') != std::string::npos) device = '"' + device + '"';
+  return {device,
           number_cell(m.device_memory_bytes),
           std::to_string(m.processes),
           m.collation,

@@ -149,6 +149,11 @@ TEST(MeasurementRunTest, TheWriterKeepsTheRunColumns) {
   EXPECT_EQ(back[0].collation, "multiple:64");
   EXPECT_EQ(back[0].padded_lengths, rows[0].padded_lengths);
   EXPECT_EQ(back[0].real_tokens, 4100.5);
+  // A device name with a comma stays one cell.
+  std::vector<Measurement> odd = rows;
+  odd[0].device = "Vendor X, rev 2";
+  write_measurements_csv(odd, (dir.path / "odd.csv").string());
+  EXPECT_EQ(load_measurements((dir.path / "odd.csv").string())[0].device, "Vendor X, rev 2");
 }
 
 TEST(MeasurementRunTest, ARelativeConfigIsTheRowsFilesAndMovesWithIt) {
