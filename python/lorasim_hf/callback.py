@@ -23,7 +23,7 @@ import time
 import warnings
 
 from lorasim_hf._deps import require
-from lorasim_hf.recommend import LorasimError, check_preset, whole_number
+from lorasim_hf.recommend import LorasimError, check_preset, is_config_path, whole_number
 from lorasim_hf.rows import RowWriter, check_row, store_config
 from lorasim_hf.seen import SeenBatches, device_columns
 
@@ -239,7 +239,7 @@ class LorasimCallback(_transformers.TrainerCallback):
 
     def model_columns(self, config):
         """model (and model_config_sha256 for a config): a preset as given; a config stored beside the rows."""
-        if self.model_name and not os.path.isfile(self.model_name):
+        if self.model_name and not is_config_path(self.model_name):
             return {"model": self.model_name}
         if self.model_name:
             with open(self.model_name, "rb") as f:

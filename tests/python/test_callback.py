@@ -306,3 +306,15 @@ def test_two_configs_of_one_name_do_not_collide_and_the_rows_move_with_their_fol
     assert proc.returncode == 0, proc.stderr
     labels = [g["workload"] for g in json.loads(proc.stdout)["groups"]]
     assert len(labels) == 2 and " L=2 " in labels[0] and " L=6 " in labels[1]
+
+
+def test_a_config_file_given_as_model_name_is_stored_beside_the_rows(tmp_path, torch):
+    from lorasim_hf import LorasimCallback
+    config = tmp_path / "elsewhere" / "my-model.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(LLAMA))
+    path = tmp_path / "runs.jsonl"
+    train(torch, tmp_path, LorasimCallback(str(path), warmup_steps=1, model_name=str(config)), max_steps=2)
+    row = json.loads(path.read_text())
+    assert row["model"] == f"runs.configs/{row['model_config_sha256'][:16]}.json"
+    assert (tmp_path / row["model"]).read_bytes() == config.read_bytes()
