@@ -1,6 +1,8 @@
 // Measured run -> measurement row, and a fit's residuals -> a profile's expected errors (convert.h).
 #include "calibrate/convert.h"
 
+#include <cstdio>
+
 #include "model/training_stack.h"
 
 #include <algorithm>
@@ -15,6 +17,9 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.micro_batch = r.micro_batch;
   m.accumulation = r.accumulation;
   m.oom = r.oom;
+  // The runner trains on fixed-length random tokens: one width, no padding, one process.
+  m.collation = "fixed";
+  m.real_tokens = static_cast<double>(r.micro_batch) * static_cast<double>(w.train.seq_len);
   if (r.oom) return m;
   m.step_time_s = r.step_time_s;
   m.micro_batch_time_s = r.micro_batch_time_s;
@@ -24,6 +29,28 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
   m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
   return m;
+}
+
+void set_device(std::vector<Measurement>& rows, const std::string& device, bool is_gpu, double memory_bytes) {
+  for (Measurement& m : rows) {
+    m.device = is_gpu ? device : "cpu";
+    m.device_memory_bytes = memory_bytes > 0 ? memory_bytes : kNotMeasured;
+    m.processes = 1;
+  }
+}
+
+std::string residual_warning(const FitReport& fit, bool on_cpu, int64_t measure_steps) {
+  if (!(fit.time_rms_rel > kLargeTimeResidual)) return "";
+  char head[160];
+  std::snprintf(head, sizeof head, "the fit misses the measured step times by %.0f%% rms (max %.0f%%) over %d runs",
+                100 * fit.time_rms_rel, 100 * fit.time_max_rel, fit.time_points);
+  std::string cause = on_cpu ? "likely the CPU's threads: OMP/torch threads fighting over shared or busy cores "
+                               "(set OMP_NUM_THREADS to the free physical cores and run nothing else)"
+                             : "likely a busy host: another process on this GPU or its CPU cores";
+  if (measure_steps > 0 && measure_steps < 5)
+    cause += ", or too few timed steps (--steps " + std::to_string(measure_steps) + "; try 8 or more)";
+  return std::string(head) + ": the timings were noisy, " + cause +
+         "; the profile is written, its expected error raised to match: calibrate again when the machine is quiet";
 }
 
 void set_expected_errors(model::HardwareModel& hw, const FitReport& fit) {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "calibrate/measurement_checks.h"
+#include "calibrate/measurement_run.h"
 #include "model/architecture.h"
 #include "model/atomic_file.h"
 #include "model/error.h"
@@ -29,7 +30,10 @@ const std::vector<std::string> kColumns = {
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
     "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
     // The training stack (model/stack.h); absent in files written before it was a column.
-    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head"};
+    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
+    // What describes the run (calibrate/measurement_run.h); absent in files written before them.
+    "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
+    "model_config_sha256"};
 const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
@@ -67,15 +71,37 @@ bool to_bool(const std::string& key, const std::string& v) {
   throw RowError("column " + key + ": expected true or false, got '" + v + "'");
 }
 
-// Architecture cache: a config.json is read once per file, not once per row.
-model::Architecture architecture(const std::string& name, std::map<std::string, model::Architecture>& cache) {
-  auto it = cache.find(name);
+// Architecture cache: a config.json is read once per file, not once per row. A relative config
+// path is the rows file's (measurement_run.h); a hash given must be the file's.
+bool names_config(const std::string& name) {
+  return name.find('/') != std::string::npos || (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+}
+
+model::Architecture architecture(const std::string& name, const std::string& hash, const std::string& rows_dir,
+                                 std::map<std::string, model::Architecture>& cache) {
+  const bool is_path = names_config(name);
+  if (!hash.empty()) check_sha256_cell(hash);
+  if (!is_path) {
+    if (!hash.empty())
+      throw RowError("column model_config_sha256: the row's model '" + name +
+                     "' is a preset, not a config file: drop the hash or name the config file");
+    auto it = cache.find(name);
+    if (it != cache.end()) return it->second;
+    return cache.emplace(name, model::preset(name)).first->second;
+  }
+  const std::string path = resolve_config_path(name, rows_dir, !hash.empty());
+  if (path.empty())
+    throw RowError("column model: config file '" + name + "' not found" +
+                   (std::filesystem::path(name).is_absolute() || rows_dir.empty()
+                        ? std::string()
+                        : " beside the rows (in " + rows_dir + ")" +
+                              (hash.empty() ? " nor in the working directory" : "")) +
+                   ": keep the rows file and its configs together, or give the config's path");
+  const std::string key = path + "|" + hash;
+  auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  const bool is_path = name.find('/') != std::string::npos ||
-                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
-  model::Architecture a = is_path ? model::load_hf_config(name) : model::preset(name);
-  cache.emplace(name, a);
-  return a;
+  if (!hash.empty()) check_config_hash(path, hash);
+  return cache.emplace(key, model::load_hf_config(path)).first->second;
 }
 
 // A row without `stack` predates the column: lorasim's runner wrote it. Each option is checked
@@ -107,7 +133,8 @@ model::StackSpec stack_of(const std::function<std::string(const std::string&)>& 
   return s;
 }
 
-Measurement from_fields(const std::map<std::string, std::string>& f, std::map<std::string, model::Architecture>& cache) {
+Measurement from_fields(const std::map<std::string, std::string>& f, const std::string& rows_dir,
+                        std::map<std::string, model::Architecture>& cache) {
   auto get = [&](const std::string& k) -> std::string {
     auto it = f.find(k);
     return it == f.end() ? std::string() : it->second;
@@ -125,7 +152,7 @@ Measurement from_fields(const std::map<std::string, std::string>& f, std::map<st
     m.loop = get("loop");
   }
   try {
-    m.workload.arch = architecture(get("model"), cache);
+    m.workload.arch = architecture(get("model"), get("model_config_sha256"), rows_dir, cache);
   } catch (const Error& e) {
     throw RowError(e.what());
   }
@@ -165,6 +192,11 @@ Measurement from_fields(const std::map<std::string, std::string>& f, std::map<st
   opt("peak_allocated_bytes", m.peak_allocated_bytes);
   opt("peak_reserved_bytes", m.peak_reserved_bytes);
   if (!m.oom && !(m.step_time_s > 0)) throw RowError("column step_time_s: a positive time is required unless oom is true");
+  try {
+    read_run_columns(get, m);
+  } catch (const Error& e) {
+    throw RowError(e.what());
+  }
   return m;
 }
 
@@ -252,7 +284,7 @@ std::string json_cell(const nlohmann::json& v) {
 }  // namespace
 
 std::vector<Measurement> parse_measurements(const std::string& text, const std::string& format,
-                                            const std::string& source) {
+                                            const std::string& source, const std::string& rows_dir) {
   std::vector<Measurement> rows;
   std::map<std::string, model::Architecture> cache;
   // Spreadsheets save CSV with a byte-order mark, which would otherwise start the first column's name.
@@ -281,7 +313,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
         const nlohmann::json j = parse_json_object(line);
         for (auto it = j.begin(); it != j.end(); ++it) fields[it.key()] = json_cell(it.value());
       }
-      Measurement m = from_fields(fields, cache);
+      Measurement m = from_fields(fields, rows_dir, cache);
       if (const std::string why = implausible_figures(m); !why.empty()) throw RowError(why);
       if (const std::string why = splits.add(m, lineno); !why.empty()) throw RowError(why);
       rows.push_back(std::move(m));
@@ -304,7 +336,8 @@ std::vector<Measurement> load_measurements(const std::string& path) {
   const bool csv = has_suffix(path, ".csv");
   const bool jsonl = has_suffix(path, ".jsonl") || has_suffix(path, ".json");
   if (!csv && !jsonl) throw ConfigError("measurements '" + path + "': name it .csv or .jsonl so the format is clear");
-  return parse_measurements(ss.str(), csv ? "csv" : "jsonl", path);
+  const std::string dir = std::filesystem::absolute(std::filesystem::path(path), ec).parent_path().string();
+  return parse_measurements(ss.str(), csv ? "csv" : "jsonl", path, dir);
 }
 
 void check_measurements_output(const std::string& path) {
@@ -326,7 +359,10 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     std::string targets = m.workload.lora.targets_string();
     for (char& c : targets)
       if (c == ',') c = ';';
-    out << m.workload.arch.name << ',' << m.workload.arch.num_layers << ',' << m.workload.train.seq_len << ','
+    // A config travels with the rows: stored beside them by hash, named relative to them.
+    const auto [config, hash] = names_config(m.workload.arch.name) ? store_config_beside(m.workload.arch.name, path)
+                                                                   : std::pair<std::string, std::string>();
+    out << (config.empty() ? m.workload.arch.name : config) << ',' << m.workload.arch.num_layers << ',' << m.workload.train.seq_len << ','
         << m.micro_batch << ',' << m.accumulation << ',' << (m.workload.train.grad_ckpt ? "true" : "false") << ','
         << m.workload.lora.rank << ',' << m.workload.lora.alpha << ',' << targets << ','
         << model::precision_name(m.workload.train.precision) << ',' << (m.oom ? "true" : "false") << ',';
@@ -346,7 +382,11 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     const model::StackSpec& st = m.workload.stack;
     out << ',' << model::stack_name(st.kind) << ',' << model::attn_impl_name(st.attn_impl) << ',' << st.lora_dropout
         << ',' << model::allocator_name(st.allocator) << ',' << (st.autocast ? "true" : "false") << ',' << m.loop
-        << ',' << (st.fused_lm_head ? "true" : "false") << '\n';
+        << ',' << (st.fused_lm_head ? "true" : "false");
+    std::vector<std::string> cells = run_cells(m);
+    if (!hash.empty()) cells.back() = hash;  // run_cells ends with model_config_sha256
+    for (const std::string& cell : cells) out << ',' << cell;
+    out << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");
 }

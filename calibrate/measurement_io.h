@@ -13,9 +13,11 @@ namespace lorasim::calib {
 /// row, an unknown, repeated or missing required column (CSV: at the header's line), a negative
 /// time or size, or an unknown model.
 std::vector<Measurement> load_measurements(const std::string& path);
-/// Parses text in the given format ("csv" or "jsonl"); `source` names it in errors.
+/// Parses text in the given format ("csv" or "jsonl"); `source` names it in errors. Relative
+/// config paths in `model` are looked up in `rows_dir` (load_measurements: the file's
+/// directory; empty: the working directory).
 std::vector<Measurement> parse_measurements(const std::string& text, const std::string& format,
-                                            const std::string& source);
+                                            const std::string& source, const std::string& rows_dir = "");
 
 /// Throws InputError unless `path` ends in .csv, the format write_measurements_csv writes (and
 /// load_measurements reads by that name). Call it before measuring, so a bad name costs nothing.

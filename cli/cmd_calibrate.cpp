@@ -194,12 +194,18 @@ int cmd_calibrate(const Args& args) {
   profile.hw.calibrated = true;
   profile.hw.coefficients_precision = opt.reference.train.precision;
   hw::write_profile_file(profile, out);
-  if (!save.empty()) calib::write_measurements_csv(res.measurements, save);
+  if (!save.empty()) {
+    std::vector<calib::Measurement> rows = res.measurements;
+    calib::set_device(rows, dev.name, dev.is_cuda, static_cast<double>(dev.total_memory_bytes));
+    calib::write_measurements_csv(rows, save);
+  }
 
   std::cout << "\n";
   print_fit(std::cout, res.fit, base);
   std::cout << "calibration took " << fixed(res.duration_s, 1) << " s (" << res.measurements.size()
             << " runs, " << res.skipped << " skipped)\nwrote " << out << "\n";
+  if (const std::string why = calib::residual_warning(res.fit, !dev.is_cuda, opt.measure_steps); !why.empty())
+    std::cerr << "warning: " << why << "\n";
   return kOk;
 }
 

@@ -164,6 +164,8 @@ int cmd_calibrate_hf(const Args& args) {
   print_fit(std::cout, fit, base);
   std::cout << "calibration took " << fixed(duration_s, 1) << " s (" << rows.size() << " runs)\nwrote " << out
             << "\n";
+  if (const std::string why = calib::residual_warning(fit, !is_cuda, steps); !why.empty())
+    std::cerr << "warning: " << why << "\n";
   return kOk;
 }
 

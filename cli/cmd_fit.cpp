@@ -15,6 +15,7 @@
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
+#include "cli/row_device.h"
 #include "hwprofiles/profile.h"
 #include "model/error.h"
 #include "model/training_stack.h"
@@ -46,7 +47,8 @@ model::StackKind rows_stack(const std::vector<calib::Measurement>& rows, const s
 int cmd_fit(const Args& args) {
   HardwareArgs ha;
   std::vector<std::string> files;
-  std::string out, overlap = "max", mode = "auto", stack;
+  std::string out, overlap, mode = "auto", stack;
+  bool allow_device_mismatch = false;
   OptionTable t;
   t.paths("measurements", files,
           "timed runs, .csv or .jsonl (docs/measurements.md); required. Repeat it to pool several files, "
@@ -56,7 +58,11 @@ int cmd_fit(const Args& args) {
       .text("stack", stack, "the training stack the runs were made with, hf-peft or lorasim: rows of another "
             "stack are refused (default: the rows' own, which must be one; a file without a stack column is lorasim's runner)");
   add_hardware_options(t, ha);
-  t.choice("overlap", overlap, {"max", "sum"}, "max: a GPU (host dispatch overlaps device work); sum: a CPU")
+  t.choice("overlap", overlap, {"max", "sum"},
+           "max: a GPU (host dispatch overlaps device work); sum: a CPU (default: the base profile's)")
+      .toggle("allow-device-mismatch", allow_device_mismatch,
+              "fit rows of one device onto --gpu/--profile of another (default: refused; without --gpu/--profile "
+              "the rows' device picks the base)")
       .choice("fit-mode", mode, {"auto", "anchored", "full"},
        "auto: refit every coefficient when the rows identify them (host and device timed apart, as "
        "`lorasim calibrate` writes them), else anchored; anchored: scale groups of the base profile's "
@@ -92,8 +98,10 @@ int cmd_fit(const Args& args) {
     command += " --measurements " + f;
   }
   const model::StackKind fitted_stack = rows_stack(rows, stack);
-  hw::Profile profile = select_profile(ha);
-  profile.hw.overlap = overlap == "max" ? model::Overlap::max : model::Overlap::sum;
+  refuse_several_processes(rows, "fit");
+  hw::Profile profile = profile_for_rows(rows, ha, {"fit", allow_device_mismatch, true});
+  // The base's overlap stands (a CPU profile's "sum" must survive a refit) unless --overlap says.
+  if (!overlap.empty()) profile.hw.overlap = overlap == "max" ? model::Overlap::max : model::Overlap::sum;
   const std::string base = profile.source_text_name;
   const calib::FitReport rep = calib::fit_profile(
       rows, profile.hw,

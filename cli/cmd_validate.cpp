@@ -25,6 +25,7 @@
 #include "cli/hardware_args.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
+#include "cli/row_device.h"
 #include "cli/split_charts.h"
 #include "cli/validate_measurements.h"
 #include "model/error.h"
@@ -46,6 +47,7 @@ struct ValidateArgs {
   double margin = sim::Request{}.safety_margin;
   std::string measurements;      ///< a measurement file instead of live runs
   std::string save, plot;        ///< output paths, empty for none
+  bool allow_device_mismatch = false;  ///< --measurements of another device than --gpu/--profile's
 };
 
 void validate_options(OptionTable& t, ValidateArgs& a) {
@@ -63,7 +65,10 @@ void validate_options(OptionTable& t, ValidateArgs& a) {
   add_memory_limit_options(t, a.memory, "memory limit for the prediction and the runs, e.g. 40GiB");
   t.real("safety-margin", a.margin, 0, 0.9, "fraction of the limit kept free in the prediction")
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
-      .path("plot", a.plot, "also draw predicted and measured step time and peak memory per split to this .svg");
+      .path("plot", a.plot, "also draw predicted and measured step time and peak memory per split to this .svg")
+      .toggle("allow-device-mismatch", a.allow_device_mismatch,
+              "with --measurements: compare rows of one device with --gpu/--profile of another (default: refused; "
+              "without --gpu/--profile the rows' device picks the profile)");
 }
 
 void print_help(const OptionTable& t) {
@@ -119,6 +124,13 @@ std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, i
     out.emplace_back(b, a);
   }
   return out;
+}
+
+// The profile for --measurements: the rows' device's unless --gpu/--profile is given (cli/row_device.h).
+hw::Profile measurements_profile(const ValidateArgs& a) {
+  const std::vector<calib::Measurement> rows = calib::load_measurements(a.measurements);
+  refuse_several_processes(rows, "validate");
+  return profile_for_rows(rows, a.hardware, {"validate", a.allow_device_mismatch, false});
 }
 
 #ifdef LORASIM_WITH_CALIBRATE  // the live mode, which only lorasim-train has
@@ -268,6 +280,7 @@ int validate_live(const ValidateArgs& a, const hw::Profile& profile, Format fmt,
   v.request = live_request(a, profile, v.device, memory_limit_bytes);
   v.predicted = sim::simulate(v.request);
   v.runs = run_splits(a, v);
+  calib::set_device(v.runs, v.device.name, v.device.is_cuda, static_cast<double>(v.device.total_memory_bytes));
   for (const auto& m : v.runs) v.rows.push_back(calib::compare_split(v.predicted, m));
   const calib::ComparisonSummary sum = calib::summarize(v.rows);
   if (!a.save.empty()) calib::write_measurements_csv(v.runs, a.save);
@@ -295,10 +308,13 @@ int cmd_validate(const Args& args) {
   }
   const Format fmt = parse_format(a.format);
   if (!a.measurements.empty()) refuse_live_flags(t);
+  else if (a.allow_device_mismatch)
+    throw InputError("--allow-device-mismatch compares a --measurements file with another device's profile; "
+                     "live runs warn instead: drop it or give --measurements");
   check_outputs({{"--save-measurements", a.save, ".csv"}, {"--plot", a.plot, ".svg"}},
                 {{"--measurements", a.measurements, ""}, {"--profile", a.hardware.profile, ""},
                  {"--model-config", a.workload.model_config, ""}});
-  const hw::Profile profile = select_profile(a.hardware);
+  const hw::Profile profile = a.measurements.empty() ? select_profile(a.hardware) : measurements_profile(a);
   const int64_t memory_limit_bytes = checked_memory_limit(a.memory, profile.hw.memory_bytes, profile.hw.display_name);
   if (!a.measurements.empty())
     return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot);

@@ -8,7 +8,12 @@
 It never changes training: it reads `args`, the model and its PEFT config, times the steady-state
 optimizer steps (from `on_step_begin` to `on_step_end`, synchronized on CUDA; the first
 `warmup_steps` are left out) and reads peak allocated and reserved memory over the timed steps.
-Works with any `Trainer` subclass (TRL's `SFTTrainer`). One row is appended at the end of training.
+A forward pre-hook records what the model saw in each timed micro-batch (lorasim_hf.seen): the
+row's `micro_batch` and `seq_len` are the rows and the largest padded width the model got (TRL's
+`packing=True` gives 1 x ~max_length, not per_device_train_batch_size x max_length), with the
+padded widths' histogram, the real tokens and the collation; and the device, its memory and the
+number of processes. Works with any `Trainer` subclass (TRL's `SFTTrainer`). One row is appended
+at the end of training.
 """
 import json
 import os
@@ -18,8 +23,9 @@ import time
 import warnings
 
 from lorasim_hf._deps import require
-from lorasim_hf.recommend import LorasimError, check_preset, whole_number
-from lorasim_hf.rows import RowWriter, check_row
+from lorasim_hf.recommend import LorasimError, check_preset, is_config_path, whole_number
+from lorasim_hf.rows import RowWriter, check_row, store_config
+from lorasim_hf.seen import SeenBatches, device_columns
 
 _torch, _transformers = require("torch", "transformers")
 
@@ -30,7 +36,9 @@ _ATTN = ("sdpa", "eager", "flash_attention_2")
 # Every column a row of the callback may carry: an existing CSV's header must have them all.
 ROW_COLUMNS = ("model", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "lora_rank", "lora_alpha",
                "lora_targets", "precision", "oom", "step_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
-               "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head")
+               "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
+               "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
+               "model_config_sha256")
 
 
 def allocator_from_env(env=None):
@@ -98,27 +106,34 @@ def model_precision(model):
     return _PRECISIONS.get(frozen[0].dtype) if frozen else None
 
 
-def write_config(config, directory):
-    """Writes the model's config.json (with a top-level rope_theta, which lorasim reads) and returns its path."""
+def config_bytes(config):
+    """The model's config.json as lorasim reads it (with a top-level rope_theta), in a stable form:
+    equal configs give equal bytes, so they share one stored file."""
     d = config.to_dict()
     rope = d.get("rope_parameters") or {}
     if "rope_theta" not in d and isinstance(rope, dict) and "rope_theta" in rope:
         d["rope_theta"] = rope["rope_theta"]
-    name = os.path.basename(str(getattr(config, "name_or_path", "") or "").rstrip("/")) or d.get("model_type", "model")
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    for k in ("_name_or_path", "name_or_path", "transformers_version"):  # where it came from, not what it is
+        d.pop(k, None)
+    return (json.dumps(d, indent=2, sort_keys=True, default=str) + "\n").encode()
+
+
+def write_config(config, directory):
+    """Writes the model's config.json (config_bytes) into `directory` and returns its absolute path."""
     os.makedirs(directory, exist_ok=True)
-    path = os.path.abspath(os.path.join(directory, name + ".json"))
-    with open(path, "w") as f:
-        json.dump(d, f, indent=2, sort_keys=True, default=str)
-        f.write("\n")
+    path = os.path.abspath(os.path.join(directory, getattr(config, "model_type", None) or "model") + ".json")
+    with open(path, "wb") as f:
+        f.write(config_bytes(config))
     return path
 
 
 class LorasimCallback(_transformers.TrainerCallback):
     """Appends one lorasim measurement row (.csv or .jsonl `path`) per training run.
 
-    model_name: a lorasim preset (`lorasim models`) naming the model; without it the model's
-    config.json is written to `<path>.configs/` and the row names that file. The name is checked
+    model_name: a lorasim preset (`lorasim models`) naming the model, or a config.json path;
+    without a preset the config is stored beside the rows by content hash
+    (`<rows-stem>.configs/<hash>.json`) and the row names it relative to the rows file, with its
+    `model_config_sha256`, so the rows file moves with its folder. The name is checked
     against the presets of the lorasim binary (`lorasim=`, else $LORASIM, else PATH) when one is
     found. The path is checked here and again when training begins: a row that cannot be written
     is refused before the run, not lost after it.
@@ -144,34 +159,25 @@ class LorasimCallback(_transformers.TrainerCallback):
 
     def _reset(self):
         self._done, self._t0, self._timing, self._hook, self._cuda = 0, None, False, None, False
-        self._times, self._lens, self._peaks = [], [], None
+        self._times, self._peaks, self._collator = [], None, None
+        self._seen = SeenBatches(_torch)
 
     def _sync(self):
         if self._cuda:
             _torch.cuda.synchronize()
 
-    def _seen(self, module, args, kwargs):
-        if not self._timing or not module.training:
-            return
-        ids = kwargs.get("input_ids")
-        if ids is None and args and _torch.is_tensor(args[0]):
-            ids = args[0]
-        if ids is None:
-            ids = kwargs.get("inputs_embeds")
-        if _torch.is_tensor(ids) and ids.dim() >= 2:
-            self._lens.append(int(ids.shape[1]))
-
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
+    def on_train_begin(self, args, state, control, model=None, train_dataloader=None, **kwargs):
         self.writer = self._checked_writer()  # the file may have changed since construction
         self._reset()
         self._cuda = args.device.type == "cuda" and _torch.cuda.is_available()
+        self._collator = getattr(train_dataloader, "collate_fn", None)
         if model is not None:
             self._hook = model.register_forward_pre_hook(self._seen, with_kwargs=True)
         if self.warmup_steps == 0:
             self._start_timing()
 
     def _start_timing(self):
-        self._timing = True
+        self._timing = self._seen.active = True
         if self._cuda:
             self._sync()
             _torch.cuda.reset_peak_memory_stats()
@@ -196,10 +202,10 @@ class LorasimCallback(_transformers.TrainerCallback):
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
-        self._timing = False
+        self._timing = self._seen.active = False
         if not state.is_world_process_zero:
             return
-        if not self._times or not self._lens:
+        if not self._times or not self._seen.shapes:
             why = (f"no step after the {self.warmup_steps} warm-up steps was timed ({self._done} steps ran)"
                    if not self._times else "no training forward with input_ids was seen, so no seq_len")
             warnings.warn(f"LorasimCallback: {why}; no row written to {self.path}")
@@ -208,28 +214,20 @@ class LorasimCallback(_transformers.TrainerCallback):
         row.update(oom=False, step_time_s=statistics.median(self._times))
         if self._peaks:
             row.update(peak_allocated_bytes=self._peaks[0], peak_reserved_bytes=self._peaks[1])
-        if len(set(self._lens)) > 1:
-            note = (f"seq_len varied from {min(self._lens)} to {max(self._lens)} over the timed steps; "
-                    f"the row records the mean, {row['seq_len']}")
-            warnings.warn("LorasimCallback: " + note)
-            self.writer.comment(note)
         self.row = check_row(row)
         self.writer.write(self.row)
 
     def workload_row(self, args, model):
         base = _base_model(model)
         config = base.config
-        if self.model_name:
-            name = self.model_name
-        else:
-            name = write_config(config, self.path + ".configs")
-        row = {"model": name, "micro_batch": int(args.per_device_train_batch_size),
-               "accumulation": int(args.gradient_accumulation_steps),
+        row = {"accumulation": int(args.gradient_accumulation_steps),
                "grad_ckpt": bool(args.gradient_checkpointing or getattr(base, "is_gradient_checkpointing", False)),
                "precision": model_precision(model), "autocast": bool(args.bf16 or args.fp16),
                "allocator": allocator_from_env(), "stack": "hf-peft", "loop": "trainer",
                "fused_lm_head": fused_lm_head(model)}
-        row["seq_len"] = round(statistics.mean(self._lens))
+        row.update(self.model_columns(config))
+        row.update(self._seen.columns(args, self._collator))  # micro_batch, seq_len: what the model saw
+        row.update(device_columns(_torch, args.device, getattr(args, "world_size", None)))
         row.update(lora_columns(model))
         attn = getattr(config, "_attn_implementation", None)
         if attn in _ATTN:
@@ -238,3 +236,15 @@ class LorasimCallback(_transformers.TrainerCallback):
             warnings.warn(f"LorasimCallback: attention implementation {attn!r} is not one lorasim models "
                           f"({', '.join(_ATTN)}); attn_impl left out")
         return row
+
+    def model_columns(self, config):
+        """model (and model_config_sha256 for a config): a preset as given; a config stored beside the rows."""
+        if self.model_name and not is_config_path(self.model_name):
+            return {"model": self.model_name}
+        if self.model_name:
+            with open(self.model_name, "rb") as f:
+                data = f.read()
+        else:
+            data = config_bytes(config)
+        name, digest = store_config(data, self.path)
+        return {"model": name, "model_config_sha256": digest}

@@ -26,6 +26,7 @@ import time
 
 from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.rows import check_row, json_line, targets_cell
+from lorasim_hf.seen import device_columns
 
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
@@ -139,6 +140,7 @@ class Probe:
         if device == "cuda" and not self.torch.cuda.is_available():
             raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
         self.cuda = device == "cuda"
+        self.device_columns = device_columns(self.torch, device, world_size=1)  # one process, the plan's device
         # The libraries' objects never become garbage; leaving them out of every collection makes
         # gc.collect() between runs take microseconds instead of a quarter of a second.
         gc.collect()
@@ -253,14 +255,16 @@ class Probe:
         row = self.workload_row(run)
         row.update(oom=False, step_time_s=statistics.median(t[0] for t in times),
                    micro_batch_time_s=statistics.median(t[1] for t in times),
-                   optimizer_time_s=statistics.median(t[2] for t in times))
+                   optimizer_time_s=statistics.median(t[2] for t in times),
+                   # random tokens of one length: every timed micro-batch b x s, all real
+                   collation="fixed", padded_lengths={s: run["steps"] * a}, real_tokens=float(b * s))
         if self.cuda:
             row.update(peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                        peak_reserved_bytes=torch.cuda.max_memory_reserved())
         return row
 
     def workload_row(self, run):
-        return {"model": run["model"], "num_layers": run["num_layers"], "seq_len": run["seq_len"],
+        return {**self.device_columns, "model": run["model"], "num_layers": run["num_layers"], "seq_len": run["seq_len"],
                 "micro_batch": run["micro_batch"], "accumulation": run["accumulation"],
                 "grad_ckpt": bool(run["grad_ckpt"]), "lora_rank": run["lora_rank"],
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],

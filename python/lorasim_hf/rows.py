@@ -4,10 +4,12 @@ chosen by the file's extension. lorasim's C++ reader is the one parser; this mod
 A row is a dict with known keys; a value of None means "not measured" and is left out.
 """
 import csv
+import hashlib
 import io
 import json
 import math
 import os
+import re
 
 # lorasim's columns in the order its own writer emits them, then the stack's (issue 11).
 COLUMNS = (
@@ -15,17 +17,52 @@ COLUMNS = (
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
     "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
     "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
+    # What describes the run (issue 17): where it ran and what the model saw.
+    "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
+    "model_config_sha256",
 )
 REQUIRED = ("model", "seq_len", "micro_batch")
 _INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "peak_allocated_bytes",
-         "peak_reserved_bytes"}
+         "peak_reserved_bytes", "device_memory_bytes", "processes"}
 _FLOATS = {"lora_alpha", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s", "optimizer_time_s",
-           "lora_dropout"}
+           "lora_dropout", "real_tokens"}
 _BOOLS = {"grad_ckpt", "oom", "autocast", "fused_lm_head"}
 _CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim"),
             "attn_impl": ("sdpa", "eager", "flash_attention_2"), "allocator": ("default", "expandable"),
             "loop": ("trainer", "plain", "probe")}
 TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
+COLLATIONS = ("fixed", "longest", "max_length", "packed", "padding-free")  # and multiple:N
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def padded_lengths_cell(widths):
+    """The padded_lengths cell ('512:3;1024:13') of a {width: count} dict, (width, count) pairs or such a cell."""
+    if isinstance(widths, str):
+        pairs = []
+        for item in widths.split(";"):
+            w, sep, c = item.partition(":")
+            if not sep or not w.isdigit() or not c.isdigit():
+                raise ValueError(f"padded_lengths: expected width:count pairs separated by ';', got {widths!r}")
+            pairs.append((int(w), int(c)))
+        if [w for w, _ in pairs] != sorted({w for w, _ in pairs}):
+            raise ValueError(f"padded_lengths: widths must be ascending and each given once, got {widths!r}")
+    else:
+        pairs = sorted(dict(widths).items())
+    if not pairs:
+        raise ValueError("padded_lengths: empty (give the micro-batches timed per padded width)")
+    for w, c in pairs:
+        if isinstance(w, bool) or isinstance(c, bool) or not isinstance(w, int) or not isinstance(c, int) \
+                or w < 1 or c < 1:
+            raise ValueError(f"padded_lengths: widths and counts must be whole numbers >= 1, got {w!r}:{c!r}")
+    return ";".join(f"{w}:{c}" for w, c in pairs)
+
+
+def check_collation(c):
+    if c in COLLATIONS:
+        return c
+    if isinstance(c, str) and c.startswith("multiple:") and c[9:].isdigit() and int(c[9:]) >= 1:
+        return c
+    raise ValueError(f"column collation: expected one of {', '.join(COLLATIONS)} or multiple:N, got {c!r}")
 
 
 def targets_cell(targets):
@@ -68,11 +105,24 @@ def check_row(row):
                 raise ValueError(f"column {k}: expected a finite number, got {v!r}")
         elif k == "lora_targets":
             out[k] = targets_cell(v)
+        elif k == "padded_lengths":
+            out[k] = padded_lengths_cell(v)
+        elif k == "collation":
+            out[k] = check_collation(v)
+        elif k == "model_config_sha256":
+            if not isinstance(v, str) or not _SHA256.fullmatch(v):
+                raise ValueError(f"column {k}: expected 64 lowercase hex digits, got {v!r}")
         elif k in _CHOICES:
             if v not in _CHOICES[k]:
                 raise ValueError(f"column {k}: expected one of {', '.join(_CHOICES[k])}, got {v!r}")
         elif not isinstance(v, str) or not v:
             raise ValueError(f"column {k}: expected a non-empty string, got {v!r}")
+    if "processes" in out and out["processes"] < 1:
+        raise ValueError(f"column processes: expected a whole number >= 1, got {out['processes']!r}")
+    if "padded_lengths" in out:
+        largest = int(out["padded_lengths"].rsplit(";", 1)[-1].split(":")[0])
+        if largest != out["seq_len"]:
+            raise ValueError(f"column padded_lengths: the largest width, {largest}, must be seq_len, {out['seq_len']}")
     return out
 
 
@@ -176,6 +226,41 @@ def _ends_with_newline(path):
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1) == b"\n"
+
+
+def configs_dir(rows_path):
+    """Where the model configs of a rows file are stored: `<rows-stem>.configs/` beside it."""
+    rows_path = os.fspath(rows_path)
+    stem = os.path.splitext(os.path.basename(rows_path))[0]
+    return os.path.join(os.path.dirname(os.path.abspath(rows_path)), stem + ".configs")
+
+
+def store_config(data, rows_path):
+    """Stores a config file's bytes beside the rows by content hash; returns (model, sha256):
+    the path a row names it by, relative to the rows file ('runs.configs/<hash prefix>.json',
+    which lorasim resolves against the rows file's directory), and the bytes' SHA-256. Equal
+    configs share a file; different ones never overwrite each other."""
+    digest = hashlib.sha256(data).hexdigest()
+    directory = configs_dir(rows_path)
+    name = digest[:16] + ".json"
+    path = os.path.join(directory, name)
+    os.makedirs(directory, exist_ok=True)
+    if os.path.exists(path) and _read_bytes(path) != data:  # another config with the same prefix: the whole hash
+        name = digest + ".json"
+        path = os.path.join(directory, name)
+    if not os.path.exists(path) or _read_bytes(path) != data:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    return os.path.basename(directory) + "/" + name, digest
+
+
+def _read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def write_rows(path, rows):

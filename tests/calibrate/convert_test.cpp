@@ -49,6 +49,37 @@ TEST(ConvertTest, RunBecomesAMeasurementOfItsWorkloadAndSplit) {
   EXPECT_EQ(m.peak_reserved_bytes, 2048.0);
 }
 
+TEST(ConvertTest, TheRunnersRowsSayWhatItRanOnAndWhatTheModelSaw) {
+  std::vector<Measurement> rows = {to_measurement(tiny_workload(), finished_run())};
+  EXPECT_EQ(rows[0].collation, "fixed");  // fixed-length random tokens
+  EXPECT_EQ(rows[0].real_tokens, 4.0 * 64);
+  set_device(rows, "NVIDIA H200", true, 150754820096.0);
+  EXPECT_EQ(rows[0].device, "NVIDIA H200");
+  EXPECT_EQ(rows[0].device_memory_bytes, 150754820096.0);
+  EXPECT_EQ(rows[0].processes, 1);
+  // The CPU is "cpu" whatever its model name: rows name devices as torch does.
+  set_device(rows, "Intel(R) Xeon(R) Platinum 8480+", false, 0);
+  EXPECT_EQ(rows[0].device, "cpu");
+  EXPECT_FALSE(measured(rows[0].device_memory_bytes));
+}
+
+TEST(ConvertTest, ALargeResidualIsWarnedWithItsLikelyCause) {
+  FitReport fit;
+  fit.time_points = 12;
+  fit.time_rms_rel = 0.15;  // at the threshold: quiet
+  EXPECT_EQ(residual_warning(fit, true, 3), "");
+  fit.time_rms_rel = 0.74;
+  fit.time_max_rel = 1.2;
+  EXPECT_EQ(residual_warning(fit, true, 3),
+            "the fit misses the measured step times by 74% rms (max 120%) over 12 runs: the timings were noisy, "
+            "likely the CPU's threads: OMP/torch threads fighting over shared or busy cores (set OMP_NUM_THREADS to "
+            "the free physical cores and run nothing else), or too few timed steps (--steps 3; try 8 or more); the "
+            "profile is written, its expected error raised to match: calibrate again when the machine is quiet");
+  const std::string gpu = residual_warning(fit, false, 8);
+  EXPECT_NE(gpu.find("likely a busy host: another process on this GPU or its CPU cores;"), std::string::npos) << gpu;
+  EXPECT_EQ(gpu.find("too few"), std::string::npos) << gpu;
+}
+
 TEST(ConvertTest, OutOfMemoryRunMeasuresNothing) {
   RunResult r = finished_run();
   r.oom = true;

@@ -74,6 +74,10 @@ def test_rows_from_a_tiny_plan_in_process(tmp_path, torch):
         assert r["oom"] is False and r["step_time_s"] > 0 and r["micro_batch_time_s"] > 0
         assert r["stack"] == "hf-peft" and r["loop"] == "probe" and r["allocator"] == "default"
         assert "peak_reserved_bytes" not in r  # no CUDA, no memory figures
+        # The run described: the CPU, one process, fixed-length random tokens.
+        assert r["device"] == "cpu" and r["processes"] == 1 and r["device_memory_bytes"] > 0
+        assert r["collation"] == "fixed" and r["real_tokens"] == r["micro_batch"] * r["seq_len"]
+        assert r["padded_lengths"] == f"{r['seq_len']}:{2 * r['accumulation']}"  # 2 timed steps
     assert "[3/3]" in log.getvalue() and "probe: 3 of 3 runs" in log.getvalue()
     path = tmp_path / "probe.jsonl"
     path.write_text(out.getvalue())

@@ -88,3 +88,36 @@ def test_package_imports_without_torch_and_names_the_missing_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "missing python package torch (pip install torch==2.11.0)"
+
+
+def test_run_columns_are_checked_and_written_as_lorasim_reads_them(tmp_path):
+    from lorasim_hf.rows import padded_lengths_cell
+    row = dict(ROW, seq_len=1024, device="Tesla T4", device_memory_bytes=15828320256, processes=1,
+               collation="multiple:64", padded_lengths={1024: 13, 512: 3}, real_tokens=2050.5)
+    out = json.loads(json_line(row))
+    assert out["padded_lengths"] == "512:3;1024:13" and out["collation"] == "multiple:64"
+    assert padded_lengths_cell([(512, 3), (1024, 13)]) == padded_lengths_cell("512:3;1024:13") == "512:3;1024:13"
+    with pytest.raises(ValueError, match="ascending"):
+        padded_lengths_cell("1024:13;512:3")
+    with pytest.raises(ValueError, match="whole numbers >= 1"):
+        padded_lengths_cell({512: 0})
+    with pytest.raises(ValueError, match="the largest width, 512, must be seq_len, 1024"):
+        check_row(dict(row, padded_lengths={512: 3}))
+    with pytest.raises(ValueError, match="collation"):
+        check_row(dict(row, collation="sorted"))
+    with pytest.raises(ValueError, match="processes"):
+        check_row(dict(row, processes=0))
+    with pytest.raises(ValueError, match="model_config_sha256"):
+        check_row(dict(row, model_config_sha256="abc"))
+
+
+def test_store_config_is_by_content_and_relative_to_the_rows(tmp_path):
+    import hashlib
+    from lorasim_hf.rows import store_config
+    rows = tmp_path / "runs.csv"
+    name, digest = store_config(b'{"a": 1}\n', rows)
+    assert digest == hashlib.sha256(b'{"a": 1}\n').hexdigest()
+    assert name == f"runs.configs/{digest[:16]}.json"
+    assert (tmp_path / name).read_bytes() == b'{"a": 1}\n'
+    other, _ = store_config(b'{"a": 2}\n', rows)
+    assert other != name and (tmp_path / name).read_bytes() == b'{"a": 1}\n'
