@@ -15,8 +15,12 @@ namespace lorasim::cli {
 /// object describing the data.
 void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a);
 void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r);
+struct LengthsTableOptions {
+  bool with_splits = true;      ///< simulate's table of splits; recommend prints the recommendation alone
+  bool both_grad_ckpt = false;  ///< each split twice, checkpointing off and on (a "ckpt" column)
+};
 /// The header, then (when `with_splits`) the table of splits, the recommendation and the notes.
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
-                         const LengthsArgs& a, bool with_splits);
+                         const LengthsArgs& a, const LengthsTableOptions& options);
 
 }  // namespace lorasim::cli
