@@ -73,12 +73,14 @@ nlohmann::json split_json(const sim::Split& s) {
           {"rank", s.rank}};
 }
 
+/// `trainer`: --trainer's preset where given; `both`: each split says its own checkpointing.
 nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r, bool both,
-                           bool with_lengths = false, bool group_by_length = false) {
+                           const std::string& trainer, bool with_lengths = false, bool group_by_length = false) {
   nlohmann::json j;
   j["gpu"] = profile_json(p);
   j["workload"] = workload_json(req.workload);
-  if (both) j["workload"]["grad_ckpt"] = "auto";  // each split says its own
+  if (both) j["workload"]["grad_ckpt"] = "auto";
+  if (!trainer.empty()) j["workload"]["trainer"] = trainer;
   j["effective_batch"] = req.effective_batch;
   j["steps"] = req.steps;
   j["memory_limit_bytes"] = static_cast<int64_t>(r.memory_limit_bytes);
@@ -197,6 +199,7 @@ struct Prepared {
   bool with_lengths = false;
   LengthsArgs lengths;
   bool both_grad_ckpt = false;  ///< --grad-ckpt auto: every split with checkpointing off and on
+  std::string trainer;          ///< --trainer's preset, empty where not given
 };
 
 /// `grad_ckpt_default`: what --grad-ckpt is when not given (simulate: false, recommend: auto).
@@ -215,6 +218,7 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
   out.profile = select_profile(a.hardware);
   out.request.hardware = out.profile.hw;
   out.both_grad_ckpt = grad_ckpt_mode(a.workload) == GradCkpt::both;
+  out.trainer = a.workload.trainer.value_or("");
   // The workload of both settings is built with checkpointing off; the simulation sets it per split.
   out.request.workload = build_workload(out.both_grad_ckpt ? with_grad_ckpt(a.workload, false) : a.workload,
                                         out.profile.hw.bf16_supported);
@@ -238,7 +242,8 @@ int print_lengths(const Prepared& p, bool with_splits) {
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r.result)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
-      nlohmann::json j = result_json(p.request, p.profile, r.result, p.both_grad_ckpt, true, p.lengths.group_by_length);
+      nlohmann::json j =
+          result_json(p.request, p.profile, r.result, p.both_grad_ckpt, p.trainer, true, p.lengths.group_by_length);
       add_lengths_json(j, p.request, r, p.lengths);
       std::cout << j.dump(2) << "\n";
       break;
@@ -269,6 +274,7 @@ int cmd_simulate(const Args& args) {
                "                   --seq-len 1024 --lora-rank 64 --lora-targets q,k,v,o --format json\n"
                "  lorasim simulate --profile my-h200.toml --model qwen3-4b --effective-batch 32\n"
                "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --plot splits.svg\n"
+               "  lorasim simulate --gpu l4 --model qwen3-1.7b --effective-batch 16 --grad-ckpt auto --trainer sft\n"
                "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --grad-ckpt \\\n"
                "                   --lengths lengths.csv --padding longest --max-length 1024",
                true, "false", p))
@@ -277,7 +283,7 @@ int cmd_simulate(const Args& args) {
   const sim::Result r = run_fixed(p);
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt).dump(2) << "\n"; break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
     case Format::table: print_table(p.request, p.profile, r, p.both_grad_ckpt); break;
   }
@@ -289,10 +295,12 @@ int cmd_recommend(const Args& args) {
   if (!prepare(args,
                "usage: lorasim recommend [options]\n\n"
                "Prints the fastest split of the effective batch that fits in memory, as\n"
-               "HF TrainingArguments flags. `lorasim simulate` shows every split.\n\n"
+               "HF TrainingArguments flags. Unless --grad-ckpt says otherwise it weighs every split\n"
+               "with gradient checkpointing on and off. `lorasim simulate` shows every split.\n\n"
                "examples:\n"
                "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
-               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json\n"
+               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt true --format json\n"
+               "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 16 --seq-len 1024 --trainer sft\n"
                "  lorasim recommend --gpu l4 --model qwen3-1.7b --effective-batch 32 --lengths lengths.csv "
                "--max-length 2048",
                false, "auto", p))
@@ -300,7 +308,7 @@ int cmd_recommend(const Args& args) {
   if (p.with_lengths) return print_lengths(p, false);
   const sim::Result r = run_fixed(p);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt).dump(2) << "\n"; break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
     case Format::table:
       print_header(p.request, p.profile, r, p.both_grad_ckpt);
