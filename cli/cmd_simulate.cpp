@@ -237,20 +237,22 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
 /// simulate and recommend for data of many lengths (cli/lengths_output.h).
 int print_lengths(const Prepared& p, bool with_splits) {
   const sim::LengthsOptions options = lengths_options(p.lengths);
-  const sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
-                                                : sim::simulate_lengths(p.request, options);
+  sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
+                                          : sim::simulate_lengths(p.request, options);
+  const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r);
+  r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r.result)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
       nlohmann::json j =
           result_json(p.request, p.profile, r.result, p.both_grad_ckpt, p.trainer, true, p.lengths.group_by_length);
-      add_lengths_json(j, p.request, r, p.lengths);
+      add_lengths_json(j, p.request, r, p.lengths, advice);
       std::cout << j.dump(2) << "\n";
       break;
     }
     case Format::csv: print_lengths_csv(std::cout, r); break;
     case Format::table:
-      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, p.both_grad_ckpt});
+      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, p.both_grad_ckpt}, advice);
       break;
   }
   return kOk;

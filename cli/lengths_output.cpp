@@ -15,7 +15,8 @@ std::string percent(double fraction) { return fixed(fraction * 100, 0) + "%"; }
 
 }  // namespace
 
-void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a) {
+void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a,
+                      const sim::PaddingAdvice& advice) {
   const model::LengthDistribution d = req.workload.train.length_distribution();
   j["lengths"] = {{"file", a.file},
                   {"sequences", d.sequences()},
@@ -43,6 +44,23 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
     const sim::LengthFigures& f = r.lengths[*r.result.recommended];
     j["recommended"]["epoch_time_s"] = f.epoch_time_s;
     j["recommended"]["padding_fraction"] = f.padding_fraction;
+    if (advice.next_best) {
+      const sim::Split& n = r.result.splits[*advice.next_best];
+      j["recommended"]["next_best"] = {{"micro_batch", n.micro_batch},
+                                       {"accumulation", n.accumulation},
+                                       {"grad_ckpt", n.grad_ckpt},
+                                       {"epoch_time_s", r.lengths[*advice.next_best].epoch_time_s},
+                                       {"padding_fraction", r.lengths[*advice.next_best].padding_fraction}};
+    } else {
+      j["recommended"]["next_best"] = nullptr;
+    }
+    j["recommended"]["faster_alternatives"] = nlohmann::json::array();
+    for (const sim::PaddingAlternative& alt : advice.faster)
+      j["recommended"]["faster_alternatives"].push_back({{"flag", alt.flag},
+                                                         {"epoch_time_s", alt.epoch_time_s},
+                                                         {"padding_fraction", alt.padding_fraction},
+                                                         {"saving", alt.saving},
+                                                         {"fits", alt.fits}});
   }
 }
 
@@ -66,7 +84,7 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
 }
 
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
-                         const LengthsArgs& a, const LengthsTableOptions& o) {
+                         const LengthsArgs& a, const LengthsTableOptions& o, const sim::PaddingAdvice& advice) {
   const bool both = o.both_grad_ckpt;
   const model::Workload& w = req.workload;
   const model::LengthDistribution d = w.train.length_distribution();
@@ -120,6 +138,15 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
         << " padding, worst micro-batch " << human_bytes(best.worst_reserved_bytes) << " reserved\n"
         << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
+    out << "padding:     " << percent(f.padding_fraction) << " of the recommended split's tokens are padding";
+    if (advice.next_best) {
+      const sim::Split& n = res.splits[*advice.next_best];
+      out << "; the next best, " << n.micro_batch << "x" << n.accumulation
+          << (both ? n.grad_ckpt ? " with checkpointing" : " without checkpointing" : "") << " ("
+          << human_seconds(r.lengths[*advice.next_best].epoch_time_s) << " per epoch), "
+          << percent(r.lengths[*advice.next_best].padding_fraction);
+    }
+    out << "\n";
   }
   for (const auto& n : res.notes) out << "note: " << n << "\n";
 }
