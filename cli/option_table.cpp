@@ -119,7 +119,7 @@ OptionTable& OptionTable::switch_choice(const char* flag, boost::optional<std::s
   const std::string name = std::string("--") + flag;
   auto* semantic = po::value<std::string>()->implicit_value(bare);
   if (!shown.empty()) semantic->default_value(shown);
-  bare_valued_.push_back(flag);
+  bare_valued_.push_back({flag, choice_list(choices)});
   return add(flag, semantic, [&target, name, choices](const po::variable_value& v) {
     const std::string t = v.as<std::string>();
     if (std::find(choices.begin(), choices.end(), t) == choices.end())
@@ -158,9 +158,14 @@ bool OptionTable::parse(const std::vector<std::string>& given_args) {
   std::vector<std::string> args;
   for (size_t i = 0; i < given_args.size(); ++i) {
     const std::string& a = given_args[i];
-    const bool bare_valued = a.rfind("--", 0) == 0 &&
-        std::find(bare_valued_.begin(), bare_valued_.end(), a.substr(2)) != bare_valued_.end();
-    if (bare_valued && i + 1 < given_args.size() && given_args[i + 1].rfind("--", 0) != 0) {
+    const auto bare = std::find_if(bare_valued_.begin(), bare_valued_.end(), [&](const BareValued& b) {
+      return a == "--" + b.flag || a == "--" + b.flag + "=";
+    });
+    const bool has_word = i + 1 < given_args.size() && given_args[i + 1].rfind("--", 0) != 0;
+    // Boost's own message for an empty value is about the equal sign, not what to give.
+    if (bare != bare_valued_.end() && (a.back() == '=' || (has_word && given_args[i + 1].empty())))
+      throw InputError("--" + bare->flag + " must be " + bare->allowed + ", got ''");
+    if (bare != bare_valued_.end() && has_word) {
       args.push_back(a + "=" + given_args[i + 1]);
       ++i;
     } else {

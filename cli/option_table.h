@@ -76,7 +76,11 @@ class OptionTable {
 
   po::options_description desc_;
   std::vector<Entry> entries_;
-  std::vector<std::string> bare_valued_;  ///< switch_choice flags: `--flag word` is joined to `--flag=word`
+  struct BareValued {
+    std::string flag;     ///< without "--"
+    std::string allowed;  ///< "auto, true or false"
+  };
+  std::vector<BareValued> bare_valued_;  ///< switch_choice flags: `--flag word` is joined to `--flag=word`
   po::variables_map vm_;
 };
 

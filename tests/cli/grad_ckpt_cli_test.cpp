@@ -97,6 +97,9 @@ TEST(GradCkptCliTest, TheBareSwitchStillMeansTrue) {
     EXPECT_EQ(j["workload"]["grad_ckpt"], true) << spelling.size();
     EXPECT_EQ(j["splits"].size(), 5u);
   }
+  // Last on the line, with no word after it.
+  const std::string last = ok(cmd("simulate", {"--grad-ckpt"}));
+  EXPECT_NE(last.find(", grad ckpt, "), std::string::npos) << last;
   const json off = ok_json(cmd("recommend", {"--grad-ckpt", "false", "--format", "json"}));
   EXPECT_EQ(off["workload"]["grad_ckpt"], false);
   EXPECT_EQ(off["splits"].size(), 5u);
@@ -105,6 +108,17 @@ TEST(GradCkptCliTest, TheBareSwitchStillMeansTrue) {
 TEST(GradCkptCliTest, AnotherValueIsRefusedNamingTheFlag) {
   expect_error(cmd("simulate", {"--grad-ckpt", "maybe"}), kUsage, {"--grad-ckpt must be auto, true or false, got 'maybe'"});
   expect_error(cmd("recommend", {"--grad-ckpt=yes"}), kUsage, {"--grad-ckpt must be auto, true or false, got 'yes'"});
+  expect_error(cmd("simulate", {"--grad-ckpt", ""}), kUsage, {"--grad-ckpt must be auto, true or false, got ''"});
+  expect_error(cmd("simulate", {"--grad-ckpt="}), kUsage, {"--grad-ckpt must be auto, true or false, got ''"});
+}
+
+TEST(GradCkptCliTest, ThePlotLabelsTheCheckpointedSplits) {
+  TempDir dir;
+  const std::string svg = (dir / "splits.svg").string();
+  ok(cmd("simulate", {"--grad-ckpt", "auto", "--plot", svg}));
+  const std::string text = read_file(svg);
+  EXPECT_NE(text.find("4 x 4 ckpt"), std::string::npos);
+  EXPECT_NE(text.find("4 x 4<"), std::string::npos);
 }
 
 TEST(GradCkptCliTest, WithLengthsTheRecommendationIsTheFastestEpochOfEitherSetting) {
