@@ -34,19 +34,16 @@ void add_workload_options(OptionTable& t, WorkloadArgs& a) {
       .quantity("precision", "(use --precision fp16)")
       .switch_choice("grad-ckpt", a.grad_ckpt, a.grad_ckpt_default, {"auto", "true", "false"}, "true",
                      "gradient checkpointing of every decoder block: true (also the bare --grad-ckpt), false, or auto "
-                     "(simulate and recommend: every split with it on and off, the fastest that fits recommended)")
-      .custom("trainer", "", [&a](const std::string& text) {
-        trainer_preset(text);  // refuses an unknown name
-        a.trainer = text;
-      }, kTrainerHelp);
+                     "(simulate and recommend: every split with it on and off, the fastest that fits recommended)");
   add_stack_options(t, a.stack);
 }
 
 GradCkpt grad_ckpt_mode(const WorkloadArgs& a) {
-  const std::string text = a.grad_ckpt ? *a.grad_ckpt
-                           : a.trainer && a.grad_ckpt_default != "auto" && trainer_preset(*a.trainer).grad_ckpt
-                               ? "true"
-                               : a.grad_ckpt_default;
+  std::string text = a.grad_ckpt_default;
+  if (a.grad_ckpt)
+    text = *a.grad_ckpt;
+  else if (a.trainer && text != "auto" && trainer_preset(*a.trainer).grad_ckpt)
+    text = "true";  // auto already weighs the preset's setting, and recommends it where it is faster
   if (text == "auto") return GradCkpt::both;
   if (text == "true") return GradCkpt::on;
   if (text == "false") return GradCkpt::off;

@@ -48,10 +48,10 @@ struct WorkloadArgs {
   std::string precision = "auto";  ///< auto: bf16 where the device supports it, else fp16
   boost::optional<std::string> grad_ckpt;   ///< --grad-ckpt auto, true or false; unset: see grad_ckpt_mode
   std::string grad_ckpt_default = "false";  ///< a command sets its own before declaring (recommend: auto)
-  boost::optional<std::string> trainer;     ///< --trainer sft, trainer or loop (cli/trainer_preset.h)
+  boost::optional<std::string> trainer;     ///< --trainer sft, trainer or loop where the command has it (cli/trainer_preset.h)
   StackArgs stack;
 };
-/// The workload's options, --trainer and the stack's (add_stack_options).
+/// The workload's options and the stack's (add_stack_options).
 void add_workload_options(OptionTable& table, WorkloadArgs& args);
 /// Gradient checkpointing off, on, or both weighed (`--grad-ckpt auto`).
 enum class GradCkpt { off, on, both };

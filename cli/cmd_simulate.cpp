@@ -40,6 +40,7 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
       .integer("steps", a.steps, 1, "optimizer steps for the run-time column");
   add_hardware_options(t, a.hardware);
   add_workload_options(t, a.workload);
+  add_trainer_option(t, a.workload);
   add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
   t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")

@@ -17,8 +17,6 @@ const TrainerPreset kPresets[] = {
     {"loop", "false", "false", false, 0},
 };
 
-}  // namespace
-
 const char* const kTrainerHelp =
     "what trains (hf-peft), as it runs when not told otherwise: sft = TRL's SFTTrainer (--grad-ckpt true "
     "where the command's default is false; recommend's auto weighs it on and off; --fused-lm-head true, "
@@ -26,6 +24,15 @@ const char* const kTrainerHelp =
     "trainer = Transformers' Trainer (--autocast true, --fused-lm-head false: the stack's defaults), "
     "loop = a plain PyTorch loop (--autocast false, --fused-lm-head false); a flag given explicitly "
     "overrides its preset";
+
+}  // namespace
+
+void add_trainer_option(OptionTable& t, WorkloadArgs& a) {
+  t.custom("trainer", "", [&a](const std::string& text) {
+    trainer_preset(text);  // refuses an unknown name
+    a.trainer = text;
+  }, kTrainerHelp);
+}
 
 const TrainerPreset& trainer_preset(const std::string& name) {
   for (const TrainerPreset& p : kPresets)

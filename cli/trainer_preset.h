@@ -17,8 +17,9 @@ struct TrainerPreset {
   int64_t max_length_tokens;  ///< --max-length it implies with --lengths; 0: the file's longest
 };
 
-/// --trainer's help: what each preset sets.
-extern const char* const kTrainerHelp;
+/// --trainer (simulate and recommend: the commands that predict a program's run; validate and
+/// train take the stack from the rows or run lorasim's own), into `args.trainer`.
+void add_trainer_option(OptionTable& table, WorkloadArgs& args);
 
 /// The preset of that name; InputError naming --trainer and the names otherwise.
 const TrainerPreset& trainer_preset(const std::string& name);
