@@ -13,11 +13,9 @@
 #include "model/hf_config.h"
 #include "model/training_stack.h"
 #include "cli/format.h"
+#include "cli/trainer_preset.h"
 
 namespace lorasim::cli {
-namespace {
-
-}  // namespace
 
 void add_workload_options(OptionTable& t, WorkloadArgs& a) {
   t.text("model", a.model, "architecture preset (see `lorasim models`)")
@@ -34,8 +32,27 @@ void add_workload_options(OptionTable& t, WorkloadArgs& a) {
       .quantity("lora_targets")
       .text("precision", a.precision, "frozen weights and activations: auto, bf16, fp16, fp32 (auto: bf16, or fp16 where bf16 is unsupported)")
       .quantity("precision", "(use --precision fp16)")
-      .toggle("grad-ckpt", a.grad_ckpt, "gradient checkpointing of every decoder block");
+      .switch_choice("grad-ckpt", a.grad_ckpt, a.grad_ckpt_default, {"auto", "true", "false"}, "true",
+                     "gradient checkpointing of every decoder block: true (also the bare --grad-ckpt), false, or auto "
+                     "(simulate and recommend: every split with it on and off, the fastest that fits recommended)");
   add_stack_options(t, a.stack);
+}
+
+GradCkpt grad_ckpt_mode(const WorkloadArgs& a) {
+  std::string text = a.grad_ckpt_default;
+  if (a.grad_ckpt)
+    text = *a.grad_ckpt;
+  else if (a.trainer && text != "auto" && trainer_preset(*a.trainer).grad_ckpt)
+    text = "true";  // auto already weighs the preset's setting, and recommends it where it is faster
+  if (text == "auto") return GradCkpt::both;
+  if (text == "true") return GradCkpt::on;
+  if (text == "false") return GradCkpt::off;
+  throw InputError("--grad-ckpt must be auto, true or false, got '" + text + "'");
+}
+
+WorkloadArgs with_grad_ckpt(WorkloadArgs a, bool on) {
+  a.grad_ckpt = std::string(on ? "true" : "false");
+  return a;
 }
 
 void add_stack_options(OptionTable& t, StackArgs& a) {
@@ -92,7 +109,12 @@ void require_runner_stack(const model::StackSpec& stack, const std::string& comm
                    "with lorasim_hf.LorasimCallback in your Trainer and run `lorasim validate --measurements FILE`");
 }
 
-model::Workload build_workload(const WorkloadArgs& a, bool bf16_supported) {
+model::Workload build_workload(const WorkloadArgs& given, bool bf16_supported) {
+  const WorkloadArgs a = with_trainer_preset(given);
+  const GradCkpt ckpt = grad_ckpt_mode(a);
+  if (ckpt == GradCkpt::both)
+    throw InputError("--grad-ckpt auto weighs both settings, which only `lorasim simulate` and `lorasim recommend` "
+                     "do: give --grad-ckpt true or false");
   model::Workload w;
   w.arch = a.model_config.empty() ? model::preset(a.model) : model::load_hf_config(a.model_config);
   w.train.seq_len = a.seq_len;
@@ -103,7 +125,7 @@ model::Workload build_workload(const WorkloadArgs& a, bool bf16_supported) {
     w.train.precision = bf16_supported ? model::Precision::bf16 : model::Precision::fp16;
   else
     w.train.precision = model::parse_precision(a.precision);
-  w.train.grad_ckpt = a.grad_ckpt;
+  w.train.grad_ckpt = ckpt == GradCkpt::on;
   w.stack = build_stack(a.stack);
   w.validate();
   return w;

@@ -46,13 +46,24 @@ struct WorkloadArgs {
   double lora_alpha = model::LoraSpec{}.alpha;
   std::string lora_targets = "all";
   std::string precision = "auto";  ///< auto: bf16 where the device supports it, else fp16
-  bool grad_ckpt = false;
+  boost::optional<std::string> grad_ckpt;   ///< --grad-ckpt auto, true or false; unset: see grad_ckpt_mode
+  std::string grad_ckpt_default = "false";  ///< a command sets its own before declaring (recommend: auto)
+  boost::optional<std::string> trainer;     ///< --trainer sft, trainer or loop where the command has it (cli/trainer_preset.h)
   StackArgs stack;
 };
 /// The workload's options and the stack's (add_stack_options).
 void add_workload_options(OptionTable& table, WorkloadArgs& args);
-/// Builds and validates the workload; `bf16_supported` resolves precision "auto".
+/// Gradient checkpointing off, on, or both weighed (`--grad-ckpt auto`).
+enum class GradCkpt { off, on, both };
+/// What the command line asks for: --grad-ckpt where given; else the --trainer preset's where
+/// the command's default is a fixed value (auto already weighs the preset's); else the default.
+GradCkpt grad_ckpt_mode(const WorkloadArgs& args);
+/// Builds and validates the workload, --trainer's preset under the flags given; `bf16_supported`
+/// resolves precision "auto". Refuses `--grad-ckpt auto` (InputError naming the flag): a command
+/// that weighs both builds one workload per setting (with_grad_ckpt).
 model::Workload build_workload(const WorkloadArgs& args, bool bf16_supported);
+/// `args` with --grad-ckpt set to `on`.
+WorkloadArgs with_grad_ckpt(WorkloadArgs args, bool on);
 
 /// Integer flag value >= min; InputError "--flag must be ... got 'x'" otherwise.
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t min);

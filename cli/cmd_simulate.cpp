@@ -8,12 +8,15 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hardware_args.h"
+#include "cli/hf_arguments.h"
 #include "cli/lengths_args.h"
 #include "cli/lengths_output.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/split_charts.h"
+#include "cli/trainer_preset.h"
 #include "model/analytics.h"
+#include "simulator/grad_ckpt_sim.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -37,6 +40,7 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
       .integer("steps", a.steps, 1, "optimizer steps for the run-time column");
   add_hardware_options(t, a.hardware);
   add_workload_options(t, a.workload);
+  add_trainer_option(t, a.workload);
   add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
   t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
@@ -44,14 +48,15 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
   if (with_plot) t.path("plot", a.plot, "also draw step time and peak memory per split to this .svg");
 }
 
-std::string hf_flags(const sim::Split& s) {
-  return "--per_device_train_batch_size " + std::to_string(s.micro_batch) +
-         " --gradient_accumulation_steps " + std::to_string(s.accumulation);
+/// "4x4", and " ckpt" after it where both settings were simulated.
+std::string split_name(const sim::Split& s, bool both) {
+  return std::to_string(s.micro_batch) + "x" + std::to_string(s.accumulation) + (both && s.grad_ckpt ? " ckpt" : "");
 }
 
 nlohmann::json split_json(const sim::Split& s) {
   return {{"micro_batch", s.micro_batch},
           {"accumulation", s.accumulation},
+          {"grad_ckpt", s.grad_ckpt},
           {"step_time_s", s.step_time_s},
           {"step_time_low_s", s.step_time_low_s},
           {"step_time_high_s", s.step_time_high_s},
@@ -69,10 +74,14 @@ nlohmann::json split_json(const sim::Split& s) {
           {"rank", s.rank}};
 }
 
-nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
+/// `trainer`: --trainer's preset where given; `both`: each split says its own checkpointing.
+nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r, bool both,
+                           const std::string& trainer, bool with_lengths = false, bool group_by_length = false) {
   nlohmann::json j;
   j["gpu"] = profile_json(p);
   j["workload"] = workload_json(req.workload);
+  if (both) j["workload"]["grad_ckpt"] = "auto";
+  if (!trainer.empty()) j["workload"]["trainer"] = trainer;
   j["effective_batch"] = req.effective_batch;
   j["steps"] = req.steps;
   j["memory_limit_bytes"] = static_cast<int64_t>(r.memory_limit_bytes);
@@ -82,10 +91,13 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
   for (const auto& s : r.splits) j["splits"].push_back(split_json(s));
   if (r.recommended) {
     const sim::Split& s = r.splits[*r.recommended];
+    const HfArguments hf = hf_arguments(s, req.workload, with_lengths, group_by_length);
     j["recommended"] = {{"micro_batch", s.micro_batch},
                         {"accumulation", s.accumulation},
+                        {"grad_ckpt", s.grad_ckpt},
                         {"step_time_s", s.step_time_s},
-                        {"hf_args", hf_flags(s)}};
+                        {"hf_args", hf_flags(hf)},
+                        {"training_arguments", hf_json(hf)}};
   } else {
     j["recommended"] = nullptr;
   }
@@ -96,7 +108,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
 void print_csv(const sim::Result& r) {
   std::cout << "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,"
                "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
-               "fits,host_bound,rank,worst_reserved_bytes,step_time_low_s,step_time_high_s\n";
+               "fits,host_bound,rank,worst_reserved_bytes,step_time_low_s,step_time_high_s,grad_ckpt\n";
   for (const auto& s : r.splits) {
     std::cout << s.micro_batch << ',' << s.accumulation << ',' << s.step_time_s << ','
               << s.micro_batch_time_s << ',' << s.host_time_s << ',' << s.device_time_s << ','
@@ -105,15 +117,15 @@ void print_csv(const sim::Result& r) {
               << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << (s.fits ? "true" : "false") << ','
               << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
               << static_cast<int64_t>(s.worst_reserved_bytes) << ',' << s.step_time_low_s << ','
-              << s.step_time_high_s << '\n';
+              << s.step_time_high_s << ',' << (s.grad_ckpt ? "true" : "false") << '\n';
   }
 }
 
-void print_header(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
+void print_header(const sim::Request& req, const hw::Profile& p, const sim::Result& r, bool both) {
   const model::ParamCounts pc = model::count_params(req.workload.arch, req.workload.lora);
   std::cout << "model:     " << req.workload.arch.name << " (" << human_count(static_cast<double>(pc.base))
             << " frozen, " << human_count(static_cast<double>(pc.trainable)) << " trainable)\n"
-            << "workload:  " << workload_line(req.workload) << "\n"
+            << "workload:  " << workload_line(req.workload, both) << "\n"
             << "stack:     " << req.workload.stack.describe() << "\n"
             << "gpu:       " << profile_line(p) << "\n"
             << "batch:     effective " << req.effective_batch << " sequences = "
@@ -123,26 +135,30 @@ void print_header(const sim::Request& req, const hw::Profile& p, const sim::Resu
             << "% margin, " << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n";
 }
 
-void print_recommendation(const sim::Request& req, const sim::Result& r) {
+void print_recommendation(const sim::Request& req, const sim::Result& r, bool both) {
   if (!r.recommended) {
-    std::cout << "recommended: none (no split fits: try --grad-ckpt, a shorter --seq-len, a smaller --lora-rank, "
-                 "or a GPU with more memory)\n";
+    std::cout << (both ? "recommended: none (no split fits, with or without gradient checkpointing: try a shorter "
+                         "--seq-len, a smaller --lora-rank, or a GPU with more memory)\n"
+                       : "recommended: none (no split fits: try --grad-ckpt, a shorter --seq-len, a smaller "
+                         "--lora-rank, or a GPU with more memory)\n");
     return;
   }
   const sim::Split& best = r.splits[*r.recommended];
   const sim::Split& slowest_fit = [&]() -> const sim::Split& {
     const sim::Split* worst = &best;
+    // Of the same checkpointing: the line is what the split alone gains.
     for (const auto& s : r.splits)
-      if (s.fits && s.step_time_s > worst->step_time_s) worst = &s;
+      if (s.fits && s.grad_ckpt == best.grad_ckpt && s.step_time_s > worst->step_time_s) worst = &s;
     return *worst;
   }();
   std::cout << "recommended: micro-batch " << best.micro_batch << " x accumulation " << best.accumulation
+            << (both ? best.grad_ckpt ? " with gradient checkpointing" : " without gradient checkpointing" : "")
             << ": " << human_seconds(best.step_time_s) << " per step, " << human_seconds(best.run_time_s)
             << " for " << req.steps << " steps, peak " << human_bytes(best.peak_reserved_bytes) << " reserved";
   if (&slowest_fit != &best)
     std::cout << " (" << fixed(slowest_fit.step_time_s / best.step_time_s, 1) << "x faster than "
-              << slowest_fit.micro_batch << "x" << slowest_fit.accumulation << ")";
-  std::cout << "\nHF TrainingArguments: " << hf_flags(best) << "\n";
+              << split_name(slowest_fit, both) << ")";
+  std::cout << "\nHF TrainingArguments: " << hf_flags(hf_arguments(best, req.workload)) << "\n";
 }
 
 /// The step time's range as a symmetric share of it, "±18%".
@@ -154,19 +170,25 @@ void print_notes(const sim::Result& r) {
   for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
 }
 
-void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r) {
-  print_header(req, p, r);
+void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r, bool both) {
+  print_header(req, p, r, both);
   std::cout << "\n";
-  Table t({"micro", "accum", "step", "range", std::to_string(req.steps) + " steps", "tokens/s", "peak alloc",
-           "peak reserved", "fits", "rank", "bound by"});
-  for (const auto& s : r.splits)
-    t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
-           range_cell(s), human_seconds(s.run_time_s), fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
-           human_bytes(s.peak_reserved_bytes), s.fits ? "yes" : "no", s.rank ? std::to_string(s.rank) : "-",
-           s.host_bound ? "host" : "device"});
+  std::vector<std::string> header = {"micro", "accum", "step", "range", std::to_string(req.steps) + " steps",
+                                     "tokens/s", "peak alloc", "peak reserved", "fits", "rank", "bound by"};
+  if (both) header.insert(header.begin() + 2, "ckpt");
+  Table t(header);
+  for (const auto& s : r.splits) {
+    std::vector<std::string> row = {std::to_string(s.micro_batch), std::to_string(s.accumulation),
+                                    human_seconds(s.step_time_s), range_cell(s), human_seconds(s.run_time_s),
+                                    fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
+                                    human_bytes(s.peak_reserved_bytes), s.fits ? "yes" : "no",
+                                    s.rank ? std::to_string(s.rank) : "-", s.host_bound ? "host" : "device"};
+    if (both) row.insert(row.begin() + 2, s.grad_ckpt ? "on" : "off");
+    t.add(row);
+  }
   t.print(std::cout);
   std::cout << "\n";
-  print_recommendation(req, r);
+  print_recommendation(req, r, both);
   print_notes(r);
 }
 
@@ -177,10 +199,14 @@ struct Prepared {
   std::string plot_path;
   bool with_lengths = false;
   LengthsArgs lengths;
+  bool both_grad_ckpt = false;  ///< --grad-ckpt auto: every split with checkpointing off and on
+  std::string trainer;          ///< --trainer's preset, empty where not given
 };
 
-bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out) {
+/// `grad_ckpt_default`: what --grad-ckpt is when not given (simulate: false, recommend: auto).
+bool prepare(const Args& args, const char* usage, bool with_plot, const char* grad_ckpt_default, Prepared& out) {
   SimulateArgs a;
+  a.workload.grad_ckpt_default = grad_ckpt_default;
   OptionTable t;
   simulate_options(t, a, with_plot);
   if (!t.parse(args)) {
@@ -192,8 +218,13 @@ bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out)
   out.plot_path = a.plot;
   out.profile = select_profile(a.hardware);
   out.request.hardware = out.profile.hw;
-  out.request.workload = build_workload(a.workload, out.profile.hw.bf16_supported);
+  out.both_grad_ckpt = grad_ckpt_mode(a.workload) == GradCkpt::both;
+  out.trainer = a.workload.trainer.value_or("");
+  // The workload of both settings is built with checkpointing off; the simulation sets it per split.
+  out.request.workload = build_workload(out.both_grad_ckpt ? with_grad_ckpt(a.workload, false) : a.workload,
+                                        out.profile.hw.bf16_supported);
   out.with_lengths = lengths_given(t);
+  if (out.with_lengths && !t.given("max-length")) a.lengths.max_length_tokens = trainer_max_length_tokens(a.workload);
   out.lengths = a.lengths;
   if (out.with_lengths) apply_lengths(a.lengths, out.request.workload);
   out.request.effective_batch = a.effective_batch;
@@ -206,19 +237,30 @@ bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out)
 
 /// simulate and recommend for data of many lengths (cli/lengths_output.h).
 int print_lengths(const Prepared& p, bool with_splits) {
-  const sim::LengthsResult r = sim::simulate_lengths(p.request, lengths_options(p.lengths));
+  const sim::LengthsOptions options = lengths_options(p.lengths);
+  sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
+                                          : sim::simulate_lengths(p.request, options);
+  const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r);
+  r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r.result)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
-      nlohmann::json j = result_json(p.request, p.profile, r.result);
-      add_lengths_json(j, p.request, r, p.lengths);
+      nlohmann::json j =
+          result_json(p.request, p.profile, r.result, p.both_grad_ckpt, p.trainer, true, p.lengths.group_by_length);
+      add_lengths_json(j, p.request, r, p.lengths, advice);
       std::cout << j.dump(2) << "\n";
       break;
     }
     case Format::csv: print_lengths_csv(std::cout, r); break;
-    case Format::table: print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, with_splits); break;
+    case Format::table:
+      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, p.both_grad_ckpt}, advice);
+      break;
   }
   return kOk;
+}
+
+sim::Result run_fixed(const Prepared& p) {
+  return p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request);
 }
 
 }  // namespace
@@ -235,17 +277,18 @@ int cmd_simulate(const Args& args) {
                "                   --seq-len 1024 --lora-rank 64 --lora-targets q,k,v,o --format json\n"
                "  lorasim simulate --profile my-h200.toml --model qwen3-4b --effective-batch 32\n"
                "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --plot splits.svg\n"
+               "  lorasim simulate --gpu l4 --model qwen3-1.7b --effective-batch 16 --grad-ckpt auto --trainer sft\n"
                "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --grad-ckpt \\\n"
                "                   --lengths lengths.csv --padding longest --max-length 1024",
-               true, p))
+               true, "false", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, true);
-  const sim::Result r = sim::simulate(p.request);
+  const sim::Result r = run_fixed(p);
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r).dump(2) << "\n"; break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
-    case Format::table: print_table(p.request, p.profile, r); break;
+    case Format::table: print_table(p.request, p.profile, r, p.both_grad_ckpt); break;
   }
   return kOk;
 }
@@ -255,23 +298,25 @@ int cmd_recommend(const Args& args) {
   if (!prepare(args,
                "usage: lorasim recommend [options]\n\n"
                "Prints the fastest split of the effective batch that fits in memory, as\n"
-               "HF TrainingArguments flags. `lorasim simulate` shows every split.\n\n"
+               "HF TrainingArguments flags. Unless --grad-ckpt says otherwise it weighs every split\n"
+               "with gradient checkpointing on and off. `lorasim simulate` shows every split.\n\n"
                "examples:\n"
                "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
-               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json\n"
+               "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt true --format json\n"
+               "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 16 --seq-len 1024 --trainer sft\n"
                "  lorasim recommend --gpu l4 --model qwen3-1.7b --effective-batch 32 --lengths lengths.csv "
                "--max-length 2048",
-               false, p))
+               false, "auto", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, false);
-  const sim::Result r = sim::simulate(p.request);
+  const sim::Result r = run_fixed(p);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r).dump(2) << "\n"; break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
     case Format::table:
-      print_header(p.request, p.profile, r);
+      print_header(p.request, p.profile, r, p.both_grad_ckpt);
       std::cout << "\n";
-      print_recommendation(p.request, r);
+      print_recommendation(p.request, r, p.both_grad_ckpt);
       print_notes(r);
       break;
   }

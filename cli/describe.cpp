@@ -41,10 +41,10 @@ nlohmann::json profile_json(const hw::Profile& p) {
           {"expected_memory_error", p.hw.value("expected_memory_error")}};
 }
 
-std::string workload_line(const model::Workload& w) {
+std::string workload_line(const model::Workload& w, bool grad_ckpt_both) {
   return "seq " + std::to_string(w.train.seq_len) + ", " + model::precision_name(w.train.precision) +
          ", LoRA r=" + std::to_string(w.lora.rank) + " alpha=" + fixed(w.lora.alpha, w.lora.alpha == static_cast<int64_t>(w.lora.alpha) ? 0 : 2) +
-         " on " + w.lora.targets_string() + ", " + (w.train.grad_ckpt ? "grad ckpt" : "no grad ckpt") +
+         " on " + w.lora.targets_string() + ", " + (grad_ckpt_both ? "grad ckpt auto (each split off and on)" : w.train.grad_ckpt ? "grad ckpt" : "no grad ckpt") +
          ", AdamW";
 }
 

@@ -18,7 +18,8 @@ nlohmann::json stack_json(const model::StackSpec& s);
 nlohmann::json workload_json(const model::Workload& w);
 nlohmann::json profile_json(const hw::Profile& p);
 /// "seq 512, bf16, LoRA r=16 alpha=32 on q,k,v,o,gate,up,down, no grad ckpt, AdamW"
-std::string workload_line(const model::Workload& w);
+/// `grad_ckpt_both`: every split was simulated with and without checkpointing ("grad ckpt auto").
+std::string workload_line(const model::Workload& w, bool grad_ckpt_both = false);
 /// "NVIDIA H200 (calibrated, builtin:h200.toml)"
 std::string profile_line(const hw::Profile& p);
 /// A fit's residuals as a table: predicted vs measured step time and reserved memory per run.

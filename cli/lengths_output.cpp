@@ -4,22 +4,19 @@
 
 #include "cli/describe.h"
 #include "cli/format.h"
+#include "cli/hf_arguments.h"
 #include "model/analytics.h"
 #include "model/lengths.h"
 
 namespace lorasim::cli {
 namespace {
 
-std::string hf_flags(const sim::Split& s) {
-  return "--per_device_train_batch_size " + std::to_string(s.micro_batch) + " --gradient_accumulation_steps " +
-         std::to_string(s.accumulation);
-}
-
 std::string percent(double fraction) { return fixed(fraction * 100, 0) + "%"; }
 
 }  // namespace
 
-void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a) {
+void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a,
+                      const sim::PaddingAdvice& advice) {
   const model::LengthDistribution d = req.workload.train.length_distribution();
   j["lengths"] = {{"file", a.file},
                   {"sequences", d.sequences()},
@@ -50,6 +47,23 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
     const sim::LengthFigures& f = r.lengths[*r.result.recommended];
     j["recommended"]["epoch_time_s"] = f.epoch_time_s;
     j["recommended"]["padding_fraction"] = f.padding_fraction;
+    if (advice.next_best) {
+      const sim::Split& n = r.result.splits[*advice.next_best];
+      j["recommended"]["next_best"] = {{"micro_batch", n.micro_batch},
+                                       {"accumulation", n.accumulation},
+                                       {"grad_ckpt", n.grad_ckpt},
+                                       {"epoch_time_s", r.lengths[*advice.next_best].epoch_time_s},
+                                       {"padding_fraction", r.lengths[*advice.next_best].padding_fraction}};
+    } else {
+      j["recommended"]["next_best"] = nullptr;
+    }
+    j["recommended"]["faster_alternatives"] = nlohmann::json::array();
+    for (const sim::PaddingAlternative& alt : advice.faster)
+      j["recommended"]["faster_alternatives"].push_back({{"flag", alt.flag},
+                                                         {"epoch_time_s", alt.epoch_time_s},
+                                                         {"padding_fraction", alt.padding_fraction},
+                                                         {"saving", alt.saving},
+                                                         {"fits", alt.fits}});
   }
 }
 
@@ -57,7 +71,7 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
   out << "micro_batch,accumulation,step_time_s,step_time_p99_s,padding_fraction,epoch_time_s,steps_per_epoch,"
          "mean_padded_length_tokens,worst_padded_length_tokens,micro_batch_time_s,host_time_s,device_time_s,"
          "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
-         "worst_reserved_bytes,fits,host_bound,rank,step_time_low_s,step_time_high_s,new_shapes_per_step,"
+         "worst_reserved_bytes,fits,host_bound,rank,step_time_low_s,step_time_high_s,grad_ckpt,new_shapes_per_step,"
          "new_shape_time_s\n";
   for (size_t i = 0; i < r.result.splits.size(); ++i) {
     const sim::Split& s = r.result.splits[i];
@@ -69,20 +83,21 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
         << s.tokens_per_s << ',' << static_cast<int64_t>(s.peak_allocated_bytes) << ','
         << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << static_cast<int64_t>(s.worst_reserved_bytes) << ','
         << (s.fits ? "true" : "false") << ',' << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
-        << s.step_time_low_s << ',' << s.step_time_high_s << ',' << f.new_shapes_per_step << ','
-        << f.new_shape_time_s << '\n';
+        << s.step_time_low_s << ',' << s.step_time_high_s << ',' << (s.grad_ckpt ? "true" : "false") << ','
+        << f.new_shapes_per_step << ',' << f.new_shape_time_s << '\n';
   }
 }
 
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
-                         const LengthsArgs& a, bool with_splits) {
+                         const LengthsArgs& a, const LengthsTableOptions& o, const sim::PaddingAdvice& advice) {
+  const bool both = o.both_grad_ckpt;
   const model::Workload& w = req.workload;
   const model::LengthDistribution d = w.train.length_distribution();
   const model::ParamCounts pc = model::count_params(w.arch, w.lora);
   const sim::Result& res = r.result;
   out << "model:     " << w.arch.name << " (" << human_count(static_cast<double>(pc.base)) << " frozen, "
       << human_count(static_cast<double>(pc.trainable)) << " trainable)\n"
-      << "workload:  " << workload_line(w) << "\n"
+      << "workload:  " << workload_line(w, both) << "\n"
       << "lengths:   " << a.file << ": " << d.sequences() << " sequences, " << d.shortest_tokens() << " to "
       << d.longest_tokens() << " tokens (mean " << fixed(d.mean_tokens(), 0) << ", max length "
       << d.max_length_tokens() << "), padding " << model::padding_name(w.train.padding)
@@ -95,32 +110,48 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
       << "memory:    " << human_bytes(res.memory_limit_bytes) << " limit, " << human_bytes(res.usable_memory_bytes)
       << " usable (" << fixed(req.safety_margin * 100, 0) << "% margin, "
       << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n\n";
-  if (with_splits) {
-    Table t({"micro", "accum", "step (mean)", "p99", "epoch", "padding", "padded len", "worst len", "peak reserved",
-             "worst reserved", "fits", "rank", "bound by"});
+  if (o.with_splits) {
+    std::vector<std::string> header = {"micro", "accum", "step (mean)", "p99", "epoch", "padding", "padded len",
+                                       "worst len", "peak reserved", "worst reserved", "fits", "rank", "bound by"};
+    if (both) header.insert(header.begin() + 2, "ckpt");
+    Table t(header);
     for (size_t i = 0; i < res.splits.size(); ++i) {
       const sim::Split& s = res.splits[i];
       const sim::LengthFigures& f = r.lengths[i];
-      t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
-             human_seconds(f.step_time_p99_s), human_seconds(f.epoch_time_s), percent(f.padding_fraction),
-             fixed(f.mean_padded_length_tokens, 0), std::to_string(f.worst_padded_length_tokens),
-             human_bytes(s.peak_reserved_bytes), human_bytes(s.worst_reserved_bytes), s.fits ? "yes" : "no",
-             s.rank ? std::to_string(s.rank) : "-", s.host_bound ? "host" : "device"});
+      std::vector<std::string> row = {
+          std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
+          human_seconds(f.step_time_p99_s), human_seconds(f.epoch_time_s), percent(f.padding_fraction),
+          fixed(f.mean_padded_length_tokens, 0), std::to_string(f.worst_padded_length_tokens),
+          human_bytes(s.peak_reserved_bytes), human_bytes(s.worst_reserved_bytes), s.fits ? "yes" : "no",
+          s.rank ? std::to_string(s.rank) : "-", s.host_bound ? "host" : "device"};
+      if (both) row.insert(row.begin() + 2, s.grad_ckpt ? "on" : "off");
+      t.add(row);
     }
     t.print(out);
     out << "\n";
   }
   if (!res.recommended) {
-    out << "recommended: none (no split's worst micro-batch fits: try --grad-ckpt, a smaller --max-length, a "
-           "smaller --lora-rank, or a GPU with more memory)\n";
+    out << "recommended: none (no split's worst micro-batch fits" << (both ? ", with or without gradient checkpointing" : "")
+        << ": try " << (both ? "" : "--grad-ckpt, ") << "a smaller --max-length, a smaller --lora-rank, or a GPU with "
+        << "more memory)\n";
   } else {
     const sim::Split& best = res.splits[*res.recommended];
     const sim::LengthFigures& f = r.lengths[*res.recommended];
-    out << "recommended: micro-batch " << best.micro_batch << " x accumulation " << best.accumulation << ": "
+    out << "recommended: micro-batch " << best.micro_batch << " x accumulation " << best.accumulation
+        << (both ? best.grad_ckpt ? " with gradient checkpointing" : " without gradient checkpointing" : "") << ": "
         << human_seconds(best.step_time_s) << " per step on average (p99 " << human_seconds(f.step_time_p99_s)
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
         << " padding, worst micro-batch " << human_bytes(best.worst_reserved_bytes) << " reserved\n"
-        << "HF TrainingArguments: " << hf_flags(best) << (a.group_by_length ? " --group_by_length true" : "") << "\n";
+        << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
+    out << "padding:     " << percent(f.padding_fraction) << " of the recommended split's tokens are padding";
+    if (advice.next_best) {
+      const sim::Split& n = res.splits[*advice.next_best];
+      out << "; the next best, " << n.micro_batch << "x" << n.accumulation
+          << (both ? n.grad_ckpt ? " with checkpointing" : " without checkpointing" : "") << " ("
+          << human_seconds(r.lengths[*advice.next_best].epoch_time_s) << " per epoch), "
+          << percent(r.lengths[*advice.next_best].padding_fraction);
+    }
+    out << "\n";
   }
   for (const auto& n : res.notes) out << "note: " << n << "\n";
 }

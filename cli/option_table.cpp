@@ -1,6 +1,7 @@
 // The option table: declarations, parsing, handlers and the quantity-to-flag map.
 #include "cli/option_table.h"
 
+#include <algorithm>
 #include <boost/make_shared.hpp>
 #include <cstdio>
 #include <utility>
@@ -103,6 +104,30 @@ OptionTable& OptionTable::toggle(const char* flag, bool& target, const char* hel
   return add(flag, po::bool_switch(&target), nullptr, help);
 }
 
+namespace {
+// "a, b or c"
+std::string choice_list(const std::vector<std::string>& choices) {
+  std::string list;
+  for (size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return list;
+}
+}  // namespace
+
+OptionTable& OptionTable::switch_choice(const char* flag, boost::optional<std::string>& target, std::string shown,
+                                        std::vector<std::string> choices, std::string bare, const char* help) {
+  const std::string name = std::string("--") + flag;
+  auto* semantic = po::value<std::string>()->implicit_value(bare);
+  if (!shown.empty()) semantic->default_value(shown);
+  bare_valued_.push_back({flag, choice_list(choices)});
+  return add(flag, semantic, [&target, name, choices](const po::variable_value& v) {
+    const std::string t = v.as<std::string>();
+    if (std::find(choices.begin(), choices.end(), t) == choices.end())
+      throw InputError(name + " must be " + choice_list(choices) + ", got '" + t + "'");
+    target = t;
+  }, help);
+}
+
 OptionTable& OptionTable::choice(const char* flag, std::string& target, std::vector<std::string> choices,
                                  const char* help) {
   const std::string name = std::string("--") + flag;
@@ -112,10 +137,7 @@ OptionTable& OptionTable::choice(const char* flag, std::string& target, std::vec
         target = t;
         return;
       }
-    std::string list;
-    for (size_t i = 0; i < choices.size(); ++i)
-      list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
-    throw InputError(name + " must be " + list + ", got '" + t + "'");
+    throw InputError(name + " must be " + choice_list(choices) + ", got '" + t + "'");
   }, help);
 }
 
@@ -130,7 +152,26 @@ OptionTable& OptionTable::quantity(const char* key, std::string hint) {
   return *this;
 }
 
-bool OptionTable::parse(const std::vector<std::string>& args) {
+bool OptionTable::parse(const std::vector<std::string>& given_args) {
+  // Boost takes an optional value only as `--flag=value`; a bare word after such a flag would
+  // be a stray argument, and no command takes bare words, so it is the flag's value.
+  std::vector<std::string> args;
+  for (size_t i = 0; i < given_args.size(); ++i) {
+    const std::string& a = given_args[i];
+    const auto bare = std::find_if(bare_valued_.begin(), bare_valued_.end(), [&](const BareValued& b) {
+      return a == "--" + b.flag || a == "--" + b.flag + "=";
+    });
+    const bool has_word = i + 1 < given_args.size() && given_args[i + 1].rfind("--", 0) != 0;
+    // Boost's own message for an empty value is about the equal sign, not what to give.
+    if (bare != bare_valued_.end() && (a.back() == '=' || (has_word && given_args[i + 1].empty())))
+      throw InputError("--" + bare->flag + " must be " + bare->allowed + ", got ''");
+    if (bare != bare_valued_.end() && has_word) {
+      args.push_back(a + "=" + given_args[i + 1]);
+      ++i;
+    } else {
+      args.push_back(a);
+    }
+  }
   bindings().clear();
   for (const Entry& e : entries_)
     if (!e.quantity.empty()) bindings().push_back({e.quantity, "--" + e.flag, e.hint});

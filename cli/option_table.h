@@ -36,6 +36,11 @@ class OptionTable {
   OptionTable& bytes(const char* flag, int64_t& target, const char* help);
   /// A switch: true when given.
   OptionTable& toggle(const char* flag, bool& target, const char* help);
+  /// One of `choices` that may also be given bare, meaning `bare` (a switch that grew values:
+  /// `--grad-ckpt` stays `--grad-ckpt true` for scripts written before `auto`). `--flag word`
+  /// and `--flag=word` both work; `shown` is the default --help prints. Unset unless given.
+  OptionTable& switch_choice(const char* flag, boost::optional<std::string>& target, std::string shown,
+                             std::vector<std::string> choices, std::string bare, const char* help);
   /// One of `choices` (the first being the default unless `target` holds another).
   OptionTable& choice(const char* flag, std::string& target, std::vector<std::string> choices, const char* help);
   /// Any other type: `parse` turns the text into the target; `shown` is the default --help prints
@@ -71,6 +76,11 @@ class OptionTable {
 
   po::options_description desc_;
   std::vector<Entry> entries_;
+  struct BareValued {
+    std::string flag;     ///< without "--"
+    std::string allowed;  ///< "auto, true or false"
+  };
+  std::vector<BareValued> bare_valued_;  ///< switch_choice flags: `--flag word` is joined to `--flag=word`
   po::variables_map vm_;
 };
 

@@ -1,5 +1,6 @@
 #include "cli/split_charts.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "cli/describe.h"
@@ -29,11 +30,15 @@ double or_nan(double v) { return calib::measured(v) ? v : std::nan(""); }
 
 SplitChart simulation_chart(const sim::Request& request, const hw::Profile& profile, const sim::Result& result) {
   SplitChart c;
+  // --grad-ckpt auto: each split twice, the checkpointed one labelled so.
+  const bool both = std::any_of(result.splits.begin(), result.splits.end(),
+                                [&](const sim::Split& s) { return s.grad_ckpt != result.splits.front().grad_ckpt; });
   c.title = title(request.workload, request.effective_batch, profile);
-  c.subtitle = workload_line(request.workload) + "\n" + request.workload.stack.describe() + " on " + profile_line(profile);
+  c.subtitle =
+      workload_line(request.workload, both) + "\n" + request.workload.stack.describe() + " on " + profile_line(profile);
   PlotSeries time{"predicted", {}, {}}, memory{"predicted", {}, {}};
   for (const sim::Split& s : result.splits) {
-    c.split_labels.push_back(split_label(s.micro_batch, s.accumulation));
+    c.split_labels.push_back(split_label(s.micro_batch, s.accumulation) + (both && s.grad_ckpt ? " ckpt" : ""));
     time.values.push_back(s.step_time_s);
     memory.values.push_back(s.peak_reserved_bytes);
     c.fits.push_back(s.fits);

@@ -95,6 +95,7 @@ Result simulate(const Request& r) {
     Split s;
     s.micro_batch = b;
     s.accumulation = r.effective_batch / b;
+    s.grad_ckpt = r.workload.train.grad_ckpt;
     const model::MicroBatchTime t = cost.micro_batch(b);
     const model::StepTime st = cost.step(b, s.accumulation);
     s.micro_batch_time_s = t.total_s;

@@ -23,6 +23,7 @@ struct Request {
 struct Split {
   int64_t micro_batch = 0;     ///< b, HF per_device_train_batch_size
   int64_t accumulation = 0;    ///< a, HF gradient_accumulation_steps
+  bool grad_ckpt = false;      ///< with gradient checkpointing (the workload's; simulate_both_grad_ckpt mixes both)
   double micro_batch_time_s = 0;
   double host_time_s = 0;      ///< host dispatch per micro-batch
   double device_time_s = 0;    ///< device execution per micro-batch

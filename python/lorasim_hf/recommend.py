@@ -1,10 +1,13 @@
 """lorasim's recommended split as `TrainingArguments` keyword arguments.
 
     from lorasim_hf import training_arguments
-    split = training_arguments(model="qwen3-1.7b", effective_batch=32, seq_len=1024, gpu="l4")
-    args = TrainingArguments(output_dir="out", bf16=True, **split)
+    split = training_arguments(model="qwen3-1.7b", effective_batch=32, seq_len=1024, gpu="t4")
+    args = TrainingArguments(output_dir="out", **split)
 
-Runs `lorasim recommend --format json` (the binary from `lorasim=`, else $LORASIM, else PATH).
+`split` holds every argument the prediction assumed: the two batch sizes,
+`gradient_checkpointing` and the mixed precision (`bf16` or `fp16`, by the GPU's support),
+so nothing is set by hand. Runs `lorasim recommend --format json` (the binary from
+`lorasim=`, else $LORASIM, else PATH).
 """
 import json
 import numbers
@@ -71,7 +74,12 @@ def _flag(name):
 # Options lorasim reads as whole numbers, and those it reads as true/false. Python would turn
 # 4.7 into "4.7" (or int() into 4) and 'false' into a true value; each is refused here instead.
 _WHOLE = ("effective_batch", "seq_len", "lora_rank")
-_BOOLEAN = ("grad_ckpt", "autocast", "fused_lm_head")
+_BOOLEAN = ("autocast", "fused_lm_head")
+_TRAINERS = ("sft", "trainer", "loop")
+
+# The TrainingArguments lorasim's JSON gives (recommended.training_arguments), by type.
+_HF_SIZES = ("per_device_train_batch_size", "gradient_accumulation_steps")
+_HF_BOOLEANS = ("gradient_checkpointing", "bf16", "fp16")
 
 
 def whole_number(name, value, minimum=1):
@@ -90,6 +98,15 @@ def boolean(name, value):
     return value
 
 
+def grad_ckpt_choice(value):
+    """True, False or "auto" (lorasim weighs both); 'false' and 0 are refused, not read as booleans."""
+    if value == "auto" and isinstance(value, str):
+        return value
+    if not isinstance(value, bool):
+        raise TypeError(f"grad_ckpt must be True, False or 'auto', got {value!r} ({type(value).__name__})")
+    return value
+
+
 def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, lorasim=None, **options):
     """The `lorasim recommend` command line for these arguments (a list)."""
     if (gpu is None) == (profile is None):
@@ -99,6 +116,10 @@ def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, l
     for key in _WHOLE[2:] + _BOOLEAN:
         if options.get(key) is not None:
             options[key] = (whole_number if key in _WHOLE else boolean)(key, options[key])
+    if options.get("grad_ckpt") is not None:
+        options["grad_ckpt"] = grad_ckpt_choice(options["grad_ckpt"])
+    if options.get("trainer") is not None and options["trainer"] not in _TRAINERS:
+        raise ValueError(f"trainer must be one of {', '.join(_TRAINERS)}, got {options['trainer']!r}")
     cmd = [find_lorasim(lorasim), "recommend", "--format", "json"]
     model = os.fspath(model)
     cmd += ["--model-config" if is_config_path(model) else "--model", model]
@@ -108,9 +129,8 @@ def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, l
     for key, value in options.items():
         if value is None:
             continue
-        if key == "grad_ckpt":
-            if value:
-                cmd.append("--grad-ckpt")
+        if key == "grad_ckpt":  # said either way: recommend's own default is auto
+            cmd += ["--grad-ckpt", value if isinstance(value, str) else "true" if value else "false"]
         elif key == "lora_targets" and not isinstance(value, str):
             cmd += ["--lora-targets", ",".join(value)]
         elif isinstance(value, bool):
@@ -120,18 +140,43 @@ def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, l
     return cmd
 
 
-def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, lora_rank=None,
-                       lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
+def hf_arguments(recommended):
+    """The TrainingArguments keywords of lorasim's `recommended` JSON object, each checked for its
+    type: whole numbers for the sizes and booleans for the flags (LorasimError otherwise)."""
+    args = recommended.get("training_arguments") if isinstance(recommended, dict) else None
+    if not isinstance(args, dict):
+        raise LorasimError("lorasim recommend gave no training_arguments: the binary is older than this package; "
+                           "rebuild it (cmake --build build)")
+    out = dict(args)
+    for key in _HF_SIZES:
+        value = args.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise LorasimError(f"lorasim recommend gave {key}={value!r}: not a whole number >= 1")
+    for key in _HF_BOOLEANS:
+        if not isinstance(args.get(key), bool):
+            raise LorasimError(f"lorasim recommend gave {key}={args.get(key)!r}: not true or false")
+    if "group_by_length" in args and not isinstance(args["group_by_length"], bool):
+        raise LorasimError(f"lorasim recommend gave group_by_length={args['group_by_length']!r}: not true or false")
+    if args["bf16"] and args["fp16"]:
+        raise LorasimError("lorasim recommend gave both bf16 and fp16: TrainingArguments takes one")
+    return out
+
+
+def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, trainer=None,
+                       lora_rank=None, lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
                        lora_dropout=None, allocator=None, autocast=None, fused_lm_head=None, memory_limit=None,
                        safety_margin=None, lorasim=None):
-    """{"per_device_train_batch_size": b, "gradient_accumulation_steps": a}: lorasim's fastest split that fits.
+    """lorasim's fastest split that fits, as every TrainingArguments keyword its prediction assumed:
+    {"per_device_train_batch_size": b, "gradient_accumulation_steps": a, "gradient_checkpointing": ...,
+    "bf16": ..., "fp16": ...}, so `TrainingArguments(output_dir=..., **split)` trains what was predicted.
 
     `model` is a preset name (`lorasim models`) or a config.json path; options left at None
-    are not passed (lorasim's defaults apply). With TRL's SFTTrainer pass fused_lm_head=True. Raises LorasimError when the binary is missing,
-    fails, or no split fits.
+    are not passed (lorasim's defaults apply: grad_ckpt None is "auto", checkpointing weighed on
+    and off). With TRL's SFTTrainer pass trainer="sft" (its defaults: fused LM head, checkpointing
+    weighed). Raises LorasimError when the binary is missing, fails, or no split fits.
     """
     cmd = recommend_command(model, effective_batch, seq_len, gpu=gpu, profile=profile, lorasim=lorasim,
-                            grad_ckpt=grad_ckpt, lora_rank=lora_rank, lora_alpha=lora_alpha,
+                            grad_ckpt=grad_ckpt, trainer=trainer, lora_rank=lora_rank, lora_alpha=lora_alpha,
                             lora_targets=lora_targets, precision=precision, stack=stack, attn_impl=attn_impl,
                             lora_dropout=lora_dropout, allocator=allocator, autocast=autocast,
                             fused_lm_head=fused_lm_head, memory_limit=memory_limit, safety_margin=safety_margin)
@@ -150,7 +195,8 @@ def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, 
     if best is None:
         limit = result.get("usable_memory_bytes")
         where = f" in {limit / 2**30:.1f} GiB usable" if isinstance(limit, (int, float)) else ""
-        raise LorasimError(f"no split of effective batch {effective_batch} at {seq_len} tokens fits{where}; "
-                           "try grad_ckpt=True, a shorter seq_len, or a smaller effective batch")
-    return {"per_device_train_batch_size": int(best["micro_batch"]),
-            "gradient_accumulation_steps": int(best["accumulation"])}
+        tried = "" if grad_ckpt is False else " with or without gradient checkpointing"
+        hint = "grad_ckpt='auto', " if grad_ckpt is False else ""
+        raise LorasimError(f"no split of effective batch {effective_batch} at {seq_len} tokens fits{where}{tried}; "
+                           f"try {hint}a shorter seq_len, or a smaller effective batch")
+    return hf_arguments(best)

@@ -40,17 +40,23 @@ TEST(SimulateCliTest, RecommendTablePrintsTheHfFlags) {
 }
 
 TEST(SimulateCliTest, RecommendTableSaysNoneWhenNothingFits) {
-  const std::string out = ok(with({"recommend"}, {"--effective-batch", "8", "--memory-limit", "1GiB"}));
+  const std::string out =
+      ok(with({"recommend"}, {"--effective-batch", "8", "--memory-limit", "1GiB", "--grad-ckpt", "false"}));
   EXPECT_NE(out.find("recommended: none"), std::string::npos) << out;
   EXPECT_NE(out.find("try --grad-ckpt, a shorter --seq-len"), std::string::npos) << out;  // the flags, from cli/
   EXPECT_EQ(out.find("HF TrainingArguments"), std::string::npos) << out;
+  // recommend's default weighed checkpointing already: it does not suggest it.
+  const std::string both = ok(with({"recommend"}, {"--effective-batch", "8", "--memory-limit", "1GiB"}));
+  EXPECT_NE(both.find("no split fits, with or without gradient checkpointing: try a shorter --seq-len"),
+            std::string::npos) << both;
 }
 
 TEST(SimulateCliTest, CsvHasTheHeaderAndOneRowPerDivisor) {
   for (const char* command : {"simulate", "recommend"}) {
     SCOPED_TRACE(command);
     const std::vector<std::string> lines =
-        lines_of(ok(with({command}, {"--gpu", "a100-80gb", "--effective-batch", "24", "--format", "csv"})));
+        lines_of(ok(with({command}, {"--gpu", "a100-80gb", "--effective-batch", "24", "--grad-ckpt", "false",
+                                     "--format", "csv"})));
     ASSERT_FALSE(lines.empty());
     EXPECT_EQ(lines[0].rfind("micro_batch,accumulation,step_time_s,", 0), 0u) << lines[0];
     EXPECT_NE(lines[0].find("peak_allocated_bytes,peak_reserved_bytes,fits"), std::string::npos) << lines[0];
@@ -68,7 +74,8 @@ TEST(SimulateCliTest, CsvHasTheHeaderAndOneRowPerDivisor) {
 TEST(SimulateCliTest, JsonHasEverySplitAndTheRecommendation) {
   for (const char* command : {"simulate", "recommend"}) {
     SCOPED_TRACE(command);
-    const json j = ok_json(with({command}, {"--gpu", "h100-sxm", "--effective-batch", "32", "--format", "json"}));
+    const json j = ok_json(with({command}, {"--gpu", "h100-sxm", "--effective-batch", "32", "--grad-ckpt", "false",
+                                            "--format", "json"}));
     expect_splits_json(j, 32);
     ASSERT_TRUE(j["recommended"].is_object()) << j.dump().substr(0, 500);
     const int64_t b = j["recommended"]["micro_batch"].get<int64_t>();
@@ -132,14 +139,15 @@ TEST(SimulateCliTest, CsvAppendsTheRangeAfterTheExistingColumns) {
   EXPECT_EQ(lines[0],
             "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,optimizer_time_s,"
             "run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,fits,host_bound,rank,"
-            "worst_reserved_bytes,step_time_low_s,step_time_high_s");
+            "worst_reserved_bytes,step_time_low_s,step_time_high_s,grad_ckpt");
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> cells;
     size_t from = 0;
     for (size_t comma; (comma = lines[i].find(',', from)) != std::string::npos; from = comma + 1)
       cells.push_back(lines[i].substr(from, comma - from));
     cells.push_back(lines[i].substr(from));
-    ASSERT_EQ(cells.size(), 17u) << lines[i];
+    ASSERT_EQ(cells.size(), 18u) << lines[i];
+    EXPECT_EQ(cells[17], "false") << lines[i];
     const double step = std::stod(cells[2]), low = std::stod(cells[15]), high = std::stod(cells[16]);
     EXPECT_LT(low, step) << lines[i];
     EXPECT_GT(high, step) << lines[i];
@@ -162,7 +170,8 @@ TEST(SimulateCliTest, TableShowsTheRangeNextToTheStepTimeAligned) {
 TEST(SimulateCliTest, JsonRecommendationIsNullWhenNothingFits) {
   for (const char* command : {"simulate", "recommend"}) {
     SCOPED_TRACE(command);
-    const json j = ok_json(with({command}, {"--effective-batch", "8", "--memory-limit", "1GiB", "--format", "json"}));
+    const json j = ok_json(
+        with({command}, {"--effective-batch", "8", "--memory-limit", "1GiB", "--grad-ckpt", "false", "--format", "json"}));
     expect_splits_json(j, 8);
     EXPECT_TRUE(j["recommended"].is_null()) << j["recommended"].dump();
     for (const auto& s : j["splits"]) EXPECT_FALSE(s["fits"].get<bool>());

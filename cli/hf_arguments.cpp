@@ -1,0 +1,42 @@
+// The TrainingArguments a recommendation assumed, as flags and JSON.
+#include "cli/hf_arguments.h"
+
+namespace lorasim::cli {
+
+HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool with_lengths, bool group_by_length) {
+  HfArguments a;
+  a.per_device_train_batch_size = s.micro_batch;
+  a.gradient_accumulation_steps = s.accumulation;
+  a.gradient_checkpointing = s.grad_ckpt;
+  // The lorasim runner sets its own precision; for hf-peft autocast is what Trainer's flag turns on.
+  const bool mixed = w.stack.kind != model::StackKind::hf_peft || w.stack.autocast;
+  a.bf16 = mixed && w.train.precision == model::Precision::bf16;
+  a.fp16 = mixed && w.train.precision == model::Precision::fp16;
+  a.with_lengths = with_lengths;
+  a.group_by_length = group_by_length;
+  return a;
+}
+
+std::string hf_flags(const HfArguments& a) {
+  std::string f = "--per_device_train_batch_size " + std::to_string(a.per_device_train_batch_size) +
+                  " --gradient_accumulation_steps " + std::to_string(a.gradient_accumulation_steps) +
+                  " --gradient_checkpointing " + (a.gradient_checkpointing ? "true" : "false");
+  // Both said where neither is on: SFTConfig would otherwise turn bf16 on by itself.
+  if (a.bf16) f += " --bf16 true";
+  else if (a.fp16) f += " --fp16 true";
+  else f += " --bf16 false --fp16 false";
+  if (a.group_by_length) f += " --group_by_length true";
+  return f;
+}
+
+nlohmann::json hf_json(const HfArguments& a) {
+  nlohmann::json j = {{"per_device_train_batch_size", a.per_device_train_batch_size},
+                      {"gradient_accumulation_steps", a.gradient_accumulation_steps},
+                      {"gradient_checkpointing", a.gradient_checkpointing},
+                      {"bf16", a.bf16},
+                      {"fp16", a.fp16}};
+  if (a.with_lengths) j["group_by_length"] = a.group_by_length;
+  return j;
+}
+
+}  // namespace lorasim::cli

@@ -1,0 +1,34 @@
+// The recommended split as the Hugging Face TrainingArguments it assumed: the two batch sizes,
+// gradient checkpointing and the mixed-precision flag, as a flags line and as JSON, so that a
+// script passing them on trains what was predicted (TRL's SFTConfig turns checkpointing and
+// bf16 on unless told, so both are always said).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "model/workload.h"
+#include "simulator/simulate.h"
+
+namespace lorasim::cli {
+
+struct HfArguments {
+  int64_t per_device_train_batch_size = 0;
+  int64_t gradient_accumulation_steps = 0;
+  bool gradient_checkpointing = false;
+  bool bf16 = false;  ///< autocast in bf16 (the workload's precision, bf16 where the GPU has it)
+  bool fp16 = false;  ///< autocast in fp16 (a GPU without bf16, or --precision fp16)
+  bool with_lengths = false;     ///< data of many lengths: group_by_length is one of the arguments
+  bool group_by_length = false;
+};
+
+/// What `split` of `w` assumed. Mixed precision is Trainer's autocast: none for fp32 or an
+/// hf-peft stack without autocast (a half-precision model trained as loaded).
+HfArguments hf_arguments(const sim::Split& split, const model::Workload& w, bool with_lengths = false,
+                         bool group_by_length = false);
+/// "--per_device_train_batch_size 16 --gradient_accumulation_steps 1 --gradient_checkpointing false --bf16 true"
+std::string hf_flags(const HfArguments& a);
+/// {"per_device_train_batch_size": 16, ..., "bf16": true, "fp16": false}: TrainingArguments' keywords.
+nlohmann::json hf_json(const HfArguments& a);
+
+}  // namespace lorasim::cli

@@ -1,0 +1,58 @@
+// The --trainer presets (TRL 1.16's SFTConfig and Transformers 5's TrainingArguments defaults,
+// docs/stacks.md) and how they fill the stack options the command line left unset.
+#include "cli/trainer_preset.h"
+
+#include "model/error.h"
+#include "model/stack.h"
+
+namespace lorasim::cli {
+namespace {
+
+// SFTConfig: gradient_checkpointing=True, bf16 unless fp16, max_length=1024, padding to the
+// longest of each micro-batch, and its loss through the fused LM head. Trainer: no
+// checkpointing, autocast with bf16/fp16, the full logits. A loop: no autocast at all.
+const TrainerPreset kPresets[] = {
+    {"sft", "true", "true", true, 1024},
+    {"trainer", "true", "false", false, 0},
+    {"loop", "false", "false", false, 0},
+};
+
+const char* const kTrainerHelp =
+    "what trains (hf-peft), as it runs when not told otherwise: sft = TRL's SFTTrainer (--grad-ckpt true "
+    "where the command's default is false; recommend's auto weighs it on and off; --fused-lm-head true, "
+    "--autocast true, bf16 or fp16 by the GPU, with --lengths --max-length 1024 and --padding longest), "
+    "trainer = Transformers' Trainer (--autocast true, --fused-lm-head false: the stack's defaults), "
+    "loop = a plain PyTorch loop (--autocast false, --fused-lm-head false); a flag given explicitly "
+    "overrides its preset";
+
+}  // namespace
+
+void add_trainer_option(OptionTable& t, WorkloadArgs& a) {
+  t.custom("trainer", "", [&a](const std::string& text) {
+    trainer_preset(text);  // refuses an unknown name
+    a.trainer = text;
+  }, kTrainerHelp);
+}
+
+const TrainerPreset& trainer_preset(const std::string& name) {
+  for (const TrainerPreset& p : kPresets)
+    if (name == p.name) return p;
+  throw InputError("--trainer must be sft, trainer or loop, got '" + name + "'");
+}
+
+WorkloadArgs with_trainer_preset(WorkloadArgs a) {
+  if (!a.trainer) return a;
+  const TrainerPreset& p = trainer_preset(*a.trainer);
+  if (a.stack.stack != model::stack_name(model::StackKind::hf_peft))
+    throw InputError("--trainer " + *a.trainer + " describes a Hugging Face program (--stack hf-peft), not --stack " +
+                     a.stack.stack + ": drop one of them");
+  if (!a.stack.autocast) a.stack.autocast = std::string(p.autocast);
+  if (!a.stack.fused_lm_head) a.stack.fused_lm_head = std::string(p.fused_lm_head);
+  return a;
+}
+
+int64_t trainer_max_length_tokens(const WorkloadArgs& a) {
+  return a.trainer ? trainer_preset(*a.trainer).max_length_tokens : 0;
+}
+
+}  // namespace lorasim::cli

@@ -1,0 +1,58 @@
+// End-to-end tests of the recommendation's padding advice with --lengths: the padding waste of
+// the recommended and the next best split, and packing or grouping where either is faster.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/cli/cli_helpers.h"
+
+namespace {
+
+using namespace lorasim::testing;
+
+std::vector<std::string> recommend(const std::string& file, std::initializer_list<std::string> more) {
+  std::vector<std::string> v = {"recommend", "--gpu", "h200", "--model", "qwen3-1.7b", "--effective-batch", "16",
+                                "--lengths", file, "--max-length", "1024"};
+  v.insert(v.end(), more);
+  return v;
+}
+
+TEST(PaddingAdviceCliTest, TheTableSaysThePaddingOfTheBestTwoAndWhatWouldBeFaster) {
+  TempDir dir;
+  write_file(dir / "lengths.csv", "length,count\n64,300\n256,120\n1500,6\n");
+  const std::string file = (dir / "lengths.csv").string();
+  const json j = ok_json(recommend(file, {"--format", "json"}));
+  const json& rec = j["recommended"];
+  ASSERT_TRUE(rec["next_best"].is_object()) << rec.dump();
+  int rank2 = 0;
+  for (const json& s : j["splits"])
+    if (s["rank"] == 2) {
+      ++rank2;
+      EXPECT_EQ(rec["next_best"]["micro_batch"], s["micro_batch"]);
+      EXPECT_EQ(rec["next_best"]["grad_ckpt"], s["grad_ckpt"]);
+      EXPECT_EQ(rec["next_best"]["padding_fraction"], s["padding_fraction"]);
+    }
+  EXPECT_EQ(rank2, 1);
+  ASSERT_TRUE(rec["faster_alternatives"].is_array());
+  bool packed = false;
+  for (const json& alt : rec["faster_alternatives"]) {
+    EXPECT_LT(alt["epoch_time_s"].get<double>(), rec["epoch_time_s"].get<double>());
+    EXPECT_GE(alt["saving"].get<double>(), 0.01);
+    packed |= alt["flag"] == "--padding packed";
+  }
+  EXPECT_TRUE(packed) << rec.dump();  // this data is mostly padding at any micro-batch above 1
+  bool noted = false;
+  for (const json& n : j["notes"]) noted |= n.get<std::string>().rfind("--padding packed would make an epoch", 0) == 0;
+  EXPECT_TRUE(noted) << j["notes"].dump();
+
+  const std::string out = ok(recommend(file, {}));
+  EXPECT_NE(out.find("\npadding:     "), std::string::npos) << out;
+  EXPECT_NE(out.find("of the recommended split's tokens are padding; the next best, "), std::string::npos) << out;
+  EXPECT_NE(out.find("note: --padding packed would make an epoch at "), std::string::npos) << out;
+  // Already packed: nothing to advise.
+  const json p = ok_json(recommend(file, {"--padding", "packed", "--format", "json"}));
+  EXPECT_TRUE(p["recommended"]["faster_alternatives"].empty()) << p["recommended"].dump();
+}
+
+}  // namespace
