@@ -46,6 +46,11 @@ double& HardwareModel::value(const Coefficient& row, StackKind stack) {
 double HardwareModel::value(std::string_view row, StackKind stack) const { return value(row_named(row), stack); }
 double& HardwareModel::value(std::string_view row, StackKind stack) { return value(row_named(row), stack); }
 
+PriorErrors prior_errors(const HardwareModel& hw, StackKind stack) {
+  if (hw.calibrated || hw.origin(stack).calibrated) return {};
+  return {hw.value("expected_time_error"), hw.value("expected_memory_error")};
+}
+
 Coefficients resolve(const HardwareModel& hw, StackKind stack) {
   Coefficients c;
   for (const Coefficient& row : coefficient_table())

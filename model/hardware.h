@@ -59,6 +59,18 @@ struct HardwareModel {
   double peak_tflops(Precision p) const;
 };
 
+/// The errors of a prediction that nothing measured on this GPU backs: neither the device's
+/// rows nor `stack`'s own were fitted here, so every term rests on the datasheet rule (or on
+/// another GPU's calibration) and the profile's expected errors ([profile] expected_time_error,
+/// expected_memory_error) are the honest width of its step-time range and the margin of its worst
+/// case (docs/cost-model.md, "Priors"). Both 0 once either half was calibrated: then the stack's
+/// spreads and expected memory error, which the measurements set, are the width.
+struct PriorErrors {
+  double time = 0;    ///< relative step-time error: the least half-width of the range
+  double memory = 0;  ///< relative peak-memory error: the least share the worst case adds
+};
+PriorErrors prior_errors(const HardwareModel& hw, StackKind stack);
+
 /// Appends the priors of rows added to the table since `hw` was built (model::add_coefficient).
 void complete_values(HardwareModel& hw);
 

@@ -155,6 +155,7 @@ Result simulate(const Request& r) {
                         "' is a datasheet prior, not a calibration: step times may be off by ~" +
                         percent(r.hardware.value("expected_time_error")) + " and memory by ~" +
                         percent(r.hardware.value("expected_memory_error")) +
+                        (cost.model().prior.time > 0 ? ", and the range and the worst case say so" : "") +
                         " (run `lorasim calibrate` on this GPU for a calibrated profile)");
   if (!r.hardware.bf16_supported && r.workload.train.precision == model::Precision::fp16)
     out.notes.push_back("the " + r.hardware.display_name + " has no bf16: fp16 mixed precision assumed");
@@ -164,7 +165,12 @@ Result simulate(const Request& r) {
   };
   if (!r.hardware.origin(r.workload.stack.kind).calibrated)
     note(stack.prior_note(r.hardware.name, percent(c.expected_time_error)));
-  note(stack.memory_note(r.workload.stack, r.hardware.overlap == model::Overlap::max, percent(c.expected_memory_error)));
+  const model::PriorErrors& prior = cost.model().prior;
+  note(stack.memory_note(r.workload.stack, r.hardware.overlap == model::Overlap::max,
+                         prior.memory > c.expected_memory_error
+                             ? percent(prior.memory) + ": the " + r.hardware.name + " prior's, above the stack's " +
+                                   percent(c.expected_memory_error)
+                             : percent(c.expected_memory_error)));
   if (r.workload.train.precision != r.hardware.coefficients_precision)
     out.notes.push_back(std::string("profile rates were fitted in ") +
                         model::precision_name(r.hardware.coefficients_precision) + "; " +
