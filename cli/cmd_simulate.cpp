@@ -166,7 +166,7 @@ void print_table(const sim::Request& req, const hw::Profile& p, const sim::Resul
   print_header(req, p, r);
   std::cout << "\n";
   Table t({"micro", "accum", "step", "range", std::to_string(req.steps) + " steps", "tokens/s", "peak alloc",
-           "peak reserved", "worst case", "fits", "rank", "bound by"});
+           "peak reserved", "worst reserved", "fits", "rank", "bound by"});
   for (const auto& s : r.splits)
     t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
            range_cell(s), human_seconds(s.run_time_s), fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
