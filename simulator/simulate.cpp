@@ -43,6 +43,7 @@ void validate(const Request& r) {
     throw InputError("the " + r.hardware.display_name +
                      " has no bf16 support: it trains in fp16 or fp32", "precision");
   r.workload.validate();
+  model::require_attention_support(r.hardware, r.workload.stack.attn_impl);
   check_measured(r.measured, r.effective_batch);
   const model::TrainingSpec& t = r.workload.train;
   const model::LengthDistribution d = t.length_distribution();

@@ -69,3 +69,41 @@ TEST(PriorRangeTest, TheCalibratedH200KeepsItsOwnSpreadsAndMargin) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace lorasim::testing;
+
+// Issue 17: `--attn-impl flash_attention_2` was accepted for a T4 (FlashAttention 2 needs sm80).
+TEST(AttentionSupportCliTest, FlashAttention2OnAGpuBelowSm80IsOneClearError) {
+  for (const char* command : {"simulate", "recommend"}) {
+    SCOPED_TRACE(command);
+    expect_error({command, "--gpu", "t4", "--model", "qwen3-1.7b", "--effective-batch", "4", "--attn-impl",
+                  "flash_attention_2"},
+                 kUsage, {"--attn-impl", "flash_attention_2", "compute capability 8.0", "NVIDIA Tesla T4 16GB is 7.5",
+                          "use sdpa"});
+  }
+}
+
+TEST(AttentionSupportCliTest, FlashAttention2OnAnAmpereOrNewerGpuIsSimulated) {
+  for (const char* gpu : {"a10g", "l4", "a100-40gb", "h200"}) {
+    SCOPED_TRACE(gpu);
+    const json j = ok_json({"recommend", "--gpu", gpu, "--model", "qwen3-1.7b", "--effective-batch", "4",
+                            "--attn-impl", "flash_attention_2", "--format", "json"});
+    EXPECT_EQ(j["workload"]["stack"]["attn_impl"], "flash_attention_2") << j["workload"].dump();
+  }
+  // sdpa and eager run anywhere.
+  ok({"recommend", "--gpu", "t4", "--model", "qwen3-1.7b", "--effective-batch", "4", "--attn-impl", "eager"});
+}
+
+TEST(AttentionSupportCliTest, RowsOfFlashAttention2AreRefusedForAT4Profile) {
+  TempDir dir;
+  write_file(dir / "rows.csv",
+             "model,seq_len,micro_batch,accumulation,step_time_s,precision,stack,attn_impl\n"
+             "qwen3-1.7b,512,1,4,2.9,fp16,hf-peft,flash_attention_2\n"
+             "qwen3-1.7b,512,4,1,2.4,fp16,hf-peft,flash_attention_2\n");
+  expect_error({"validate", "--measurements", (dir / "rows.csv").string(), "--gpu", "t4"}, kUsage,
+               {"rows.csv", "flash_attention_2", "7.5"});
+}
+
+}  // namespace
