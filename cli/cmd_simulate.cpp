@@ -272,7 +272,9 @@ int cmd_recommend(const Args& args) {
                "  lorasim recommend --gpu t4 --model qwen3-1.7b --effective-batch 4 --seq-len 512\n"
                "  lorasim recommend --gpu l4 --model llama-3.2-3b --effective-batch 32 --grad-ckpt --format json\n"
                "  lorasim recommend --gpu l4 --model qwen3-1.7b --effective-batch 32 --lengths lengths.csv "
-               "--max-length 2048",
+               "--max-length 2048\n"
+               "  lorasim recommend --gpu h200 --model qwen3-1.7b --effective-batch 16 --memory-limit 15GiB "
+               "--measured runs.jsonl",
                false, p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, false);
