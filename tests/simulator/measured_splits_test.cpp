@@ -8,6 +8,7 @@
 
 #include "model/architecture.h"
 #include "model/error.h"
+#include "simulator/lengths_sim.h"
 #include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 
@@ -156,4 +157,17 @@ TEST(MeasuredSplitsTest, RunsThatAreNoSplitOrHaveNoFiguresAreRefused) {
   EXPECT_THROW(sim::simulate(r), InputError);
   r.measured = {run(4, 1.0, -1)};
   EXPECT_THROW(sim::simulate(r), InputError);
+}
+
+TEST(MeasuredSplitsTest, DataOfManyLengthsIsNotReplayedYet) {
+  sim::Request r = request16();
+  r.workload.train.lengths = model::LengthDistribution::from_bins({{100, 30}, {512, 10}});
+  r.measured = {run(4, 1.0, 1e9)};
+  try {
+    sim::simulate_lengths(r, sim::LengthsOptions{});
+    FAIL() << "measured splits of data of many lengths were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.quantity(), "measured");
+    EXPECT_NE(std::string(e.what()).find("fixed-length data only"), std::string::npos) << e.what();
+  }
 }
