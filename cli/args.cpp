@@ -59,6 +59,7 @@ void add_stack_options(OptionTable& t, StackArgs& a) {
   t.text("stack", a.stack, "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT) or lorasim (lorasim's LibTorch runner)")
       .quantity("stack")
       .optional_text("attn-impl", a.attn_impl, "hf-peft's attn_implementation: sdpa (default), eager, flash_attention_2")
+      .quantity("attn_impl")
       .optional_text("lora-dropout", a.lora_dropout, "hf-peft's LoraConfig lora_dropout, in [0, 1); default 0")
       .optional_text("allocator", a.allocator, "CUDA allocator: default or expandable (expandable_segments:True in PYTORCH_CUDA_ALLOC_CONF); default: default for hf-peft, expandable for lorasim")
       .optional_text("autocast", a.autocast, "hf-peft's forward under torch.autocast: true (default; Trainer with bf16/fp16) or false (a plain loop on a half-precision model)")

@@ -49,6 +49,7 @@ int cmd_profiles(const Args& args) {
     j["peak_fp16_tflops"] = h.peak_fp16_tflops;
     j["hbm_bandwidth_gbps"] = h.hbm_bandwidth_gbps;
     j["bf16_supported"] = h.bf16_supported;
+    j["compute_capability"] = model::compute_capability(h);
     all.push_back(j);
     if (format == Format::csv)
       std::cout << name << ",\"" << h.display_name << "\"," << h.memory_bytes << ',' << h.peak_bf16_tflops << ','

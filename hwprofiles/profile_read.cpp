@@ -16,6 +16,18 @@
 namespace lorasim::hw {
 namespace {
 
+// "8.0" -> 8, 0: digits, one dot, one or two digits (CUDA's capabilities run 1.0 to 12.x).
+bool parse_compute_capability(const std::string& text, int& major, int& minor) {
+  const size_t dot = text.find('.');
+  if (dot == std::string::npos || dot == 0 || dot > 2 || text.size() - dot - 1 < 1 || text.size() - dot - 1 > 2)
+    return false;
+  for (size_t i = 0; i < text.size(); ++i)
+    if (i != dot && (text[i] < '0' || text[i] > '9')) return false;
+  major = std::stoi(text.substr(0, dot));
+  minor = std::stoi(text.substr(dot + 1));
+  return major >= 1;
+}
+
 using namespace detail;
 
 std::string type_name(const toml::node& n) {
@@ -206,6 +218,16 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
   p.hw.display_name = r.string(gpu, "gpu", "display_name");
   p.hw.memory_bytes = r.integer(gpu, "gpu", "memory_bytes");
   p.hw.bf16_supported = r.boolean(gpu, "gpu", "bf16_supported");
+  // Optional: profiles written before it, and GPUs no datasheet names, leave it unknown.
+  if (const toml::node* cc = gpu.get("compute_capability")) {
+    const std::string text = r.string(gpu, "gpu", "compute_capability");
+    int major = 0, minor = 0;
+    if (!parse_compute_capability(text, major, minor))
+      r.fail_at(*cc, "[gpu].compute_capability must be \"MAJOR.MINOR\" as CUDA reports it, such as \"8.0\" or "
+                     "\"7.5\" (got \"" + text + "\")");
+    p.hw.compute_capability_major = major;
+    p.hw.compute_capability_minor = minor;
+  }
 
   const toml::table& prof = r.section(root, "profile");
   p.hw.calibrated = r.boolean(prof, "profile", "calibrated");

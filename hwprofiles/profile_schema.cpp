@@ -76,7 +76,7 @@ bool writes_stack_section(const model::HardwareModel& hw, const StackSection& s)
 }
 
 const std::vector<std::string> kGpuOtherKeys = {"name", "display_name", "memory_bytes",
-                                                "bf16_supported"};
+                                                "bf16_supported", "compute_capability"};
 const std::vector<std::string> kProfileOtherKeys = {"calibrated", "coefficients_precision",
                                                     "overlap", "source"};
 const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",    "profile", "time",
@@ -208,6 +208,8 @@ bool operator==(const Profile& a, const Profile& b) {
          a.origin_source == b.origin_source && a.calibration == b.calibration &&
          x.name == y.name && x.display_name == y.display_name &&
          x.memory_bytes == y.memory_bytes && x.bf16_supported == y.bf16_supported &&
+         x.compute_capability_major == y.compute_capability_major &&
+         x.compute_capability_minor == y.compute_capability_minor &&
          x.coefficients_precision == y.coefficients_precision && x.overlap == y.overlap &&
          x.calibrated == y.calibrated && same_origins(x, y);
 }

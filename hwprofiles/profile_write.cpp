@@ -108,6 +108,7 @@ std::string to_toml(const Profile& p) {
      << "display_name = " << quote(hw.display_name) << "\n"
      << "memory_bytes = " << hw.memory_bytes << "\n"
      << "bf16_supported = " << (hw.bf16_supported ? "true" : "false") << "\n";
+  if (!model::compute_capability(hw).empty()) os << "compute_capability = " << quote(model::compute_capability(hw)) << "\n";
   write_numbers(os, p, "gpu");
 
   os << "\n[profile]\n"

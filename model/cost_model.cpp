@@ -60,6 +60,7 @@ StackModel stack_model(const HardwareModel& hw, StackKind stack) {
   m.peak_bf16_tflops = hw.peak_bf16_tflops;
   m.peak_fp16_tflops = hw.peak_fp16_tflops;
   m.peak_fp32_tflops = hw.peak_fp32_tflops;
+  m.prior = prior_errors(hw, stack);
   return m;
 }
 
@@ -113,7 +114,8 @@ MemoryEstimate peak_memory(const Features& f, const StackModel& m) {
   double reserved = sum_terms(Term::reserved, at_peak, c);
   reserved += sum_terms(Term::reserved_slack, at_peak, c);  // a stack's slack; 0 for the runner
   e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, reserved);
-  e.worst_reserved_bytes = e.peak_reserved_bytes * (1 + c.worst_case_margin) + f.logits_buffer_bytes;
+  const double margin = std::max(c.worst_case_margin, m.prior.memory);
+  e.worst_reserved_bytes = e.peak_reserved_bytes * (1 + margin) + f.logits_buffer_bytes;
   return e;
 }
 
@@ -171,7 +173,7 @@ StepTime CostModel::step_of(double host_s, double device_s) const {
   const double coupling = overlap_coupling(unit_.host_ops, m_.c);
   s.total_s = combine(host_s, device_s, coupling, m_.overlap);
   // The CPU's speed and the device's error deviate apart: each bound moves both, then combines.
-  const double h = m_.c.host_spread, d = m_.c.device_spread;
+  const double h = std::max(m_.c.host_spread, m_.prior.time), d = std::max(m_.c.device_spread, m_.prior.time);
   s.low_s = combine(host_s * (1 - h), device_s * (1 - d), coupling, m_.overlap);
   s.high_s = combine(host_s * (1 + h), device_s * (1 + d), coupling, m_.overlap);
   s.host_bound = host_s > device_s;

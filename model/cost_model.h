@@ -23,6 +23,9 @@ struct StackModel {
   Overlap overlap = Overlap::max;
   Precision coefficients_precision = Precision::bf16;
   double peak_bf16_tflops = 0, peak_fp16_tflops = 0, peak_fp32_tflops = 0;
+  /// A prior's expected errors (model::prior_errors): the range and the worst case are at least
+  /// this wide. Kept apart from `c`, so a fit that stores `c` back never writes them as spreads.
+  PriorErrors prior;
 
   /// The factor on FLOP rates for a workload in `p` when the rates were fitted in another
   /// precision: the datasheet peak ratio (1 when either peak is unknown).

@@ -46,6 +46,28 @@ double& HardwareModel::value(const Coefficient& row, StackKind stack) {
 double HardwareModel::value(std::string_view row, StackKind stack) const { return value(row_named(row), stack); }
 double& HardwareModel::value(std::string_view row, StackKind stack) { return value(row_named(row), stack); }
 
+std::string compute_capability(const HardwareModel& hw) {
+  if (hw.compute_capability_major <= 0) return "";
+  return std::to_string(hw.compute_capability_major) + "." + std::to_string(hw.compute_capability_minor);
+}
+
+void require_attention_support(const HardwareModel& hw, AttnImpl attn) {
+  // FlashAttention 2's kernels are built for sm80 and newer (its README: Ampere, Ada, Hopper).
+  constexpr int kFlashAttention2Major = 8;
+  if (attn != AttnImpl::flash_attention_2 || hw.compute_capability_major <= 0 ||
+      hw.compute_capability_major >= kFlashAttention2Major)
+    return;
+  throw InputError(std::string(attn_impl_name(attn)) + " needs a GPU of compute capability 8.0 (Ampere) or newer; the " +
+                       hw.display_name + " is " + compute_capability(hw) +
+                       ": use sdpa (PyTorch's fused attention, the default) or eager",
+                   "attn_impl");
+}
+
+PriorErrors prior_errors(const HardwareModel& hw, StackKind stack) {
+  if (hw.calibrated || hw.origin(stack).calibrated) return {};
+  return {hw.value("expected_time_error"), hw.value("expected_memory_error")};
+}
+
 Coefficients resolve(const HardwareModel& hw, StackKind stack) {
   Coefficients c;
   for (const Coefficient& row : coefficient_table())

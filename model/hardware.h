@@ -33,6 +33,10 @@ struct HardwareModel {
   std::string display_name;          ///< "NVIDIA H200 SXM 141GB"
   int64_t memory_bytes = 0;          ///< total device memory
   bool bf16_supported = true;
+  /// CUDA compute capability from the datasheet ("8.0": major 8, minor 0); 0.0 when unknown
+  /// (the CPU, a GPU no profile names): what decides which kernels it can run.
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
   double peak_bf16_tflops = 0;       ///< dense tensor-core peak, datasheet
   double peak_fp16_tflops = 0;
   double peak_fp32_tflops = 0;       ///< plain fp32 (no TF32)
@@ -58,6 +62,24 @@ struct HardwareModel {
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).
   double peak_tflops(Precision p) const;
 };
+
+/// The errors of a prediction that nothing measured on this GPU backs: neither the device's
+/// rows nor `stack`'s own were fitted here, so every term rests on the datasheet rule (or on
+/// another GPU's calibration) and the profile's expected errors ([profile] expected_time_error,
+/// expected_memory_error) are the honest width of its step-time range and the margin of its worst
+/// case (docs/cost-model.md, "Priors"). Both 0 once either half was calibrated: then the stack's
+/// spreads and expected memory error, which the measurements set, are the width.
+struct PriorErrors {
+  double time = 0;    ///< relative step-time error: the least half-width of the range
+  double memory = 0;  ///< relative peak-memory error: the least share the worst case adds
+};
+PriorErrors prior_errors(const HardwareModel& hw, StackKind stack);
+
+/// "7.5", or "" when unknown.
+std::string compute_capability(const HardwareModel& hw);
+/// Throws InputError (quantity "attn_impl") when `hw` cannot run `attn`: FlashAttention 2 needs
+/// compute capability 8.0 (Ampere) or newer. A device of unknown capability is not refused.
+void require_attention_support(const HardwareModel& hw, AttnImpl attn);
 
 /// Appends the priors of rows added to the table since `hw` was built (model::add_coefficient).
 void complete_values(HardwareModel& hw);

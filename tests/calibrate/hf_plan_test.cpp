@@ -128,7 +128,8 @@ TEST(HfPlanTest, ASmallGpuGetsRunsItHolds) {
   }
   EXPECT_GE(depths.size(), 3u);           // 1, 4, 12 and full depth where they fit
   EXPECT_TRUE(depths.count(28));         // full depth at one sequence fits a T4
-  EXPECT_GE(most_tokens, 4096);          // device-bound runs remain, smaller
+  // Device-bound runs remain, smaller: the prior's worst case adds its 50% memory error.
+  EXPECT_GE(most_tokens, 2048);
   EXPECT_GE(count_runs(plan, [](const Measurement& m) { return m.workload.train.grad_ckpt; }), 2u);
   for (model::AllocatorMode a : {model::AllocatorMode::default_segments, model::AllocatorMode::expandable})
     EXPECT_GE(count_runs(plan, [a](const Measurement& m) { return m.workload.stack.allocator == a; }), 1u);

@@ -42,7 +42,8 @@ TEST(BuiltinProfileTest, EveryEmbeddedProfileParsesAndValidates) {
     } else {
       EXPECT_EQ(p.origin_source, "datasheet prior");
       EXPECT_DOUBLE_EQ(p.hw.value("expected_time_error"), 0.5);
-      EXPECT_DOUBLE_EQ(p.hw.value("expected_memory_error"), 0.15);
+      // What the seed's T4 run needs (issue 17: 42-46% more reserved than predicted).
+      EXPECT_DOUBLE_EQ(p.hw.value("expected_memory_error"), 0.5);
       EXPECT_TRUE(p.calibration.empty());
     }
     EXPECT_EQ(p.hw.overlap, model::Overlap::max);
