@@ -10,6 +10,7 @@
 #include "cli/hardware_args.h"
 #include "cli/lengths_args.h"
 #include "cli/lengths_output.h"
+#include "cli/measured_rows.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/split_charts.h"
@@ -29,6 +30,7 @@ struct SimulateArgs {
   std::string format = "table";
   std::string plot;  ///< --plot: SVG chart path, empty for none
   LengthsArgs lengths;
+  std::vector<std::string> measured;  ///< --measured: measurement files whose splits replace the prediction
 };
 
 /// `with_plot`: `simulate` draws a chart; `recommend` prints one line and has no --plot.
@@ -40,7 +42,10 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
   add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
   t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
-      .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json");
+      .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
+      .paths("measured", a.measured,
+             "measurement file (docs/measurements.md; may be repeated): the splits it ran of this workload take "
+             "their measured step time and peak instead of the predicted ones");
   if (with_plot) t.path("plot", a.plot, "also draw step time and peak memory per split to this .svg");
 }
 
@@ -65,6 +70,8 @@ nlohmann::json split_json(const sim::Split& s) {
           {"peak_reserved_bytes", static_cast<int64_t>(s.peak_reserved_bytes)},
           {"worst_reserved_bytes", static_cast<int64_t>(s.worst_reserved_bytes)},
           {"fits", s.fits},
+          {"measured", s.measured},
+          {"measured_oom", s.measured_oom},
           {"host_bound", s.host_bound},
           {"rank", s.rank}};
 }
@@ -96,7 +103,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
 void print_csv(const sim::Result& r) {
   std::cout << "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,"
                "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
-               "fits,host_bound,rank,worst_reserved_bytes,step_time_low_s,step_time_high_s\n";
+               "fits,host_bound,rank,worst_reserved_bytes,step_time_low_s,step_time_high_s,measured\n";
   for (const auto& s : r.splits) {
     std::cout << s.micro_batch << ',' << s.accumulation << ',' << s.step_time_s << ','
               << s.micro_batch_time_s << ',' << s.host_time_s << ',' << s.device_time_s << ','
@@ -105,7 +112,7 @@ void print_csv(const sim::Result& r) {
               << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << (s.fits ? "true" : "false") << ','
               << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
               << static_cast<int64_t>(s.worst_reserved_bytes) << ',' << s.step_time_low_s << ','
-              << s.step_time_high_s << '\n';
+              << s.step_time_high_s << ',' << (s.measured_oom ? "oom" : s.measured ? "true" : "false") << '\n';
   }
 }
 
@@ -145,8 +152,9 @@ void print_recommendation(const sim::Request& req, const sim::Result& r) {
   std::cout << "\nHF TrainingArguments: " << hf_flags(best) << "\n";
 }
 
-/// The step time's range as a symmetric share of it, "±18%".
+/// The step time's range as a symmetric share of it, "±18%"; a measured split has no range.
 std::string range_cell(const sim::Split& s) {
+  if (s.measured) return "measured";
   return "±" + fixed(100 * (s.step_time_high_s - s.step_time_low_s) / (2 * s.step_time_s), 0) + "%";
 }
 
@@ -158,11 +166,12 @@ void print_table(const sim::Request& req, const hw::Profile& p, const sim::Resul
   print_header(req, p, r);
   std::cout << "\n";
   Table t({"micro", "accum", "step", "range", std::to_string(req.steps) + " steps", "tokens/s", "peak alloc",
-           "peak reserved", "fits", "rank", "bound by"});
+           "peak reserved", "worst case", "fits", "rank", "bound by"});
   for (const auto& s : r.splits)
     t.add({std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
            range_cell(s), human_seconds(s.run_time_s), fixed(s.tokens_per_s, 0), human_bytes(s.peak_allocated_bytes),
-           human_bytes(s.peak_reserved_bytes), s.fits ? "yes" : "no", s.rank ? std::to_string(s.rank) : "-",
+           human_bytes(s.peak_reserved_bytes), human_bytes(s.worst_reserved_bytes),
+           s.fits ? "yes" : s.measured_oom ? "no (OOM)" : "no", s.rank ? std::to_string(s.rank) : "-",
            s.host_bound ? "host" : "device"});
   t.print(std::cout);
   std::cout << "\n";
@@ -196,11 +205,14 @@ bool prepare(const Args& args, const char* usage, bool with_plot, Prepared& out)
   out.with_lengths = lengths_given(t);
   out.lengths = a.lengths;
   if (out.with_lengths) apply_lengths(a.lengths, out.request.workload);
+  if (!a.measured.empty() && out.with_lengths)
+    throw InputError("--measured replaces predictions of fixed-length data only: drop --measured or the lengths options");
   out.request.effective_batch = a.effective_batch;
   out.request.steps = a.steps;
   out.request.memory_limit_bytes =
       checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
   out.request.safety_margin = a.safety_margin;
+  out.request.measured = measured_splits(a.measured, out.request, std::cerr);
   return true;
 }
 

@@ -160,6 +160,11 @@ double varying_shape_share(model::AllocatorMode allocator, bool bound) {
 LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   if (o.sampled_steps < 1)
     throw InputError("sampled steps must be at least 1, got " + std::to_string(o.sampled_steps));
+  // A row of padded micro-batches names its widths, not the distribution they came from: which
+  // split of this data it measured is not known yet.
+  if (!r.measured.empty())
+    throw InputError("measured splits replace predictions of fixed-length data only, not of data of many lengths",
+                     "measured");
   const model::LengthDistribution d = r.workload.train.length_distribution();
   const model::Padding padding = r.workload.train.padding;
   model::validate_padding(padding);

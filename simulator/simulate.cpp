@@ -43,6 +43,7 @@ void validate(const Request& r) {
     throw InputError("the " + r.hardware.display_name +
                      " has no bf16 support: it trains in fp16 or fp32", "precision");
   r.workload.validate();
+  check_measured(r.measured, r.effective_batch);
   const model::TrainingSpec& t = r.workload.train;
   const model::LengthDistribution d = t.length_distribution();
   if (!d.one_point() || d.longest_tokens() != t.seq_len ||
@@ -70,6 +71,13 @@ std::string mib(double bytes) {
 std::string percent(double fraction) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
+  return buf;
+}
+
+// "1.5%": a share that needs its decimal.
+std::string share(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g%%", fraction * 100);
   return buf;
 }
 
@@ -121,6 +129,7 @@ Result simulate(const Request& r) {
     // The expected peak is the prediction; the decision uses the worst case, since running
     // out of memory costs the user far more than a slightly smaller micro-batch.
     s.fits = m.worst_reserved_bytes <= out.usable_memory_bytes;
+    apply_measured(r.measured, out.memory_limit_bytes - c.context_bytes, r.steps, tokens_per_step, s);
     out.splits.push_back(s);
   }
 
@@ -134,6 +143,13 @@ Result simulate(const Request& r) {
   for (size_t k = 0; k < order.size(); ++k) out.splits[order[k]].rank = static_cast<int>(k + 1);
   if (!order.empty()) out.recommended = order.front();
 
+  const auto measured = std::count_if(out.splits.begin(), out.splits.end(), [](const Split& s) { return s.measured; });
+  if (measured)
+    out.notes.push_back(std::to_string(measured) + (measured == 1 ? " split was" : " splits were") +
+                        " measured: step time and peak are the runs'; such a split fits when its peak plus " +
+                        share(kMeasuredPeakRepeatability) + " (the repeatability of a measured peak) stays within " +
+                        mib(out.memory_limit_bytes - c.context_bytes) +
+                        " (the limit less the CUDA context: a measured peak holds what the safety margin is for)");
   if (!r.hardware.calibrated)
     out.notes.push_back("profile '" + r.hardware.name +
                         "' is a datasheet prior, not a calibration: step times may be off by ~" +

@@ -8,6 +8,7 @@
 
 #include "model/hardware.h"
 #include "model/workload.h"
+#include "simulator/measured_splits.h"
 
 namespace lorasim::sim {
 
@@ -18,6 +19,9 @@ struct Request {
   int64_t steps = 100;             ///< optimizer steps for the run-time column
   int64_t memory_limit_bytes = 0;  ///< 0: the device's memory
   double safety_margin = 0.05;     ///< fraction of the limit kept free for fragmentation and spikes
+  /// Runs of splits of this workload on this GPU: their figures replace the prediction's
+  /// (simulator/measured_splits.h).
+  std::vector<MeasuredSplit> measured;
 };
 
 struct Split {
@@ -34,8 +38,10 @@ struct Split {
   double tokens_per_s = 0;
   double peak_allocated_bytes = 0;
   double peak_reserved_bytes = 0;
-  double worst_reserved_bytes = 0;  ///< reserved plus a fresh process's allocator slack
+  double worst_reserved_bytes = 0;  ///< reserved plus a fresh process's allocator slack (measured: its repeatability)
   bool fits = false;           ///< worst reserved + context within the usable memory
+  bool measured = false;       ///< step time and peak are a run's (Request::measured), not predicted
+  bool measured_oom = false;   ///< a run of it ran out of memory
   bool host_bound = false;     ///< host dispatch, not the device, sets the pace
   int rank = 0;                ///< 1 = fastest split that fits; 0 = does not fit
 };

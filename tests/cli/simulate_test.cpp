@@ -132,14 +132,15 @@ TEST(SimulateCliTest, CsvAppendsTheRangeAfterTheExistingColumns) {
   EXPECT_EQ(lines[0],
             "micro_batch,accumulation,step_time_s,micro_batch_time_s,host_time_s,device_time_s,optimizer_time_s,"
             "run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,fits,host_bound,rank,"
-            "worst_reserved_bytes,step_time_low_s,step_time_high_s");
+            "worst_reserved_bytes,step_time_low_s,step_time_high_s,measured");
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> cells;
     size_t from = 0;
     for (size_t comma; (comma = lines[i].find(',', from)) != std::string::npos; from = comma + 1)
       cells.push_back(lines[i].substr(from, comma - from));
     cells.push_back(lines[i].substr(from));
-    ASSERT_EQ(cells.size(), 17u) << lines[i];
+    ASSERT_EQ(cells.size(), 18u) << lines[i];
+    EXPECT_EQ(cells[17], "false") << lines[i];  // no --measured: every split predicted
     const double step = std::stod(cells[2]), low = std::stod(cells[15]), high = std::stod(cells[16]);
     EXPECT_LT(low, step) << lines[i];
     EXPECT_GT(high, step) << lines[i];
