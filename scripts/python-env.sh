@@ -4,7 +4,8 @@
 # accelerate, datasets (the lengths helper reads Parquet and Arrow through it; 5.x failed with recent
 # pyarrow), trl (SFTTrainer, which the tuner's tests tune) and pytest, and python/ installed in
 # editable mode. PyPI's torch is a CUDA build of several GB (it also runs on the CPU), so the venv
-# and pip's cache (~/.cache/pip) stay where the next run finds them; when the stamp of the pins and the checkout matches, this returns at once.
+# and pip's cache (~/.cache/pip) stay where the next run finds them; when the stamp of the pins and
+# the checkout matches, this returns at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${LORASIM_VENV:-$HOME/.cache/lorasim/venv}
