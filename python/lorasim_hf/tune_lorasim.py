@@ -3,6 +3,7 @@ the anchored refit on the trial rows, and the pick with the measured splits.
 """
 import json
 import subprocess
+import warnings
 
 from lorasim_hf.recommend import LorasimError
 
@@ -66,31 +67,44 @@ def fit(exe, rows_path, out_path, gpu=None, profile=None):
     return out_path
 
 
-def supports_measured(exe):
-    proc = subprocess.run([exe, "recommend", "--help"], capture_output=True, text=True, check=False)
-    return "--measured" in proc.stdout
-
-
 def recommend_measured(exe, workload, rows_path, gpu=None, profile=None, memory_limit=None):
     """lorasim's pick under the refined profile, the measured splits at their measured time and peak
     (`lorasim recommend --measured ROWS`): {"splits": [...], "recommended": {...} or None}."""
-    if supports_measured(exe):
+    if workload.lengths_path is None:
         cmd = [exe, "recommend", "--format", "json", "--effective-batch", str(workload.effective_batch),
                "--measured", rows_path] + base_flags(gpu, profile) + workload.flags + _limit(memory_limit)
-        return run_json(cmd)
+        pick = run_json(cmd)
+        unmatched = [s for s in pick["splits"] if (s["micro_batch"], s["accumulation"]) in _tried(rows_path)
+                     and not (s.get("measured") or s.get("measured_oom"))]
+        if not unmatched:
+            return pick
+        # lorasim took the rows for another workload (it ignores those): a pick on predictions alone
+        # could be a split that ran out of memory, so the rows are applied here instead.
+        warnings.warn(f"tune: lorasim recommend --measured did not match {len(unmatched)} trial row(s) to the "
+                      "workload; their measured time and peak are applied by tune itself")
     return _measured_overlay(predict(exe, workload, gpu, profile, memory_limit), rows_path)
 
 
-def _measured_overlay(prediction, rows_path):
-    # Until the binary takes --measured: the same rule applied here -- a measured split takes its
-    # measured step time, and fits when its measured peak leaves the usable memory free.
-    usable = prediction.get("usable_memory_bytes")
+def _tried(rows_path):
+    return set(_measured_rows(rows_path))
+
+
+def _measured_rows(rows_path):
     measured = {}
     with open(rows_path) as f:
         for line in f:
             if line.strip() and not line.startswith("#"):
                 row = json.loads(line)
                 measured[(row["micro_batch"], row["accumulation"])] = row
+    return measured
+
+
+def _measured_overlay(prediction, rows_path):
+    # `--measured` replays fixed-length data only; for data of many lengths the rule is applied
+    # here: a measured split takes its measured step time, and fits when its measured peak leaves
+    # the usable memory free (an oom row: it does not fit).
+    usable = prediction.get("usable_memory_bytes")
+    measured = _measured_rows(rows_path)
     for s in prediction["splits"]:
         row = measured.get((s["micro_batch"], s["accumulation"]))
         if row is None:

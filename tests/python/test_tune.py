@@ -112,7 +112,7 @@ def test_rng_weights_optimizer_and_trainer_state_are_as_before(tmp_path, torch, 
     assert "forward" not in vars(trainer.model)  # the trials' autocast wrapper is gone
 
 
-def test_a_trial_out_of_memory_is_recorded_and_skipped(tmp_path, torch, lorasim):
+def test_a_trial_out_of_memory_is_recorded_and_skipped(tmp_path, torch, lorasim, recwarn):
     trainer = trainer_of(torch, tmp_path, 1, 8)
     real_step = trainer.training_step
 
@@ -133,6 +133,8 @@ def test_a_trial_out_of_memory_is_recorded_and_skipped(tmp_path, torch, lorasim)
     # The OOM's one step counts, and the budget went to the splits after it.
     assert result.trial_steps == 10
     assert all(p.grad is None for p in trainer.model.parameters())
+    # lorasim recommend --measured matched every trial row to the workload (else tune warns).
+    assert not [w for w in recwarn if "did not match" in str(w.message)]
 
 
 def test_every_split_out_of_memory_is_an_error(tmp_path, torch, lorasim):
@@ -219,3 +221,16 @@ def test_sfttrainer_on_data_of_many_lengths_is_tuned_and_bit_identical(tmp_path,
     plain.train()
     a, b = adapters(tuned.model), adapters(plain.model)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_an_untried_pick_above_every_split_that_ran_is_not_set():
+    pytest.importorskip("torch")
+    from lorasim_hf.tune import _checked_pick
+    rows = [{"micro_batch": 4, "accumulation": 2, "oom": False, "step_time_s": 0.30},
+            {"micro_batch": 2, "accumulation": 4, "oom": False, "step_time_s": 0.50}]
+    splits = [{"micro_batch": b, "accumulation": 8 // b, "fits": True} for b in (1, 2, 4, 8)]
+    assert _checked_pick({"recommended": {"micro_batch": 4, "accumulation": 2}, "splits": splits}, rows, 8) == (4, 2)
+    assert _checked_pick({"recommended": {"micro_batch": 1, "accumulation": 8}, "splits": splits}, rows, 8) == (1, 8)
+    with pytest.warns(UserWarning, match="8x1 was not tried"):
+        assert _checked_pick({"recommended": {"micro_batch": 8, "accumulation": 1}, "splits": splits},
+                             rows, 8) == (4, 2)
