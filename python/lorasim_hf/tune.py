@@ -57,8 +57,10 @@ def tune(trainer, gpu=None, profile=None, max_trial_steps=10, lorasim=None, *, c
     max_trial_steps = whole_number("max_trial_steps", max_trial_steps, minimum=2)
     if gpu is not None and profile is not None:
         raise ValueError("give at most one of gpu= (an embedded profile) and profile= (a TOML file)")
-    if trainer.train_dataset is None:
-        raise ValueError("tune needs the trainer's train_dataset")
+    ds = trainer.train_dataset
+    if ds is None or not hasattr(ds, "__len__") or not hasattr(ds, "__getitem__"):
+        raise ValueError("tune needs the trainer's train_dataset, one with a length and indexing (a datasets."
+                         "Dataset or a map-style torch Dataset; a streaming IterableDataset is not supported)")
     exe = find_lorasim(lorasim)
     device = trainer.args.device
     cache = Cache(cache_dir, device)
