@@ -118,13 +118,12 @@ def _capped_memory(device):
 
 
 def _run_trials(trainer, workload, prediction, budget):
-    trials = Trials(trainer, workload)
     planned = candidates(prediction, count=min(3, budget // 2))
     smaller = sorted((s["micro_batch"], s["accumulation"]) for s in prediction["splits"]
                      if s["micro_batch"] < min(b for b, _ in planned))
-    state = TrainingState(trainer, trainer.model)
-    trials.rows = []
+    state = TrainingState(trainer, trainer.model)  # first: even preparing the trials' data sets attributes
     try:
+        trials = Trials(trainer, workload)
         state.swap_in_weights()
         with trials.prepared():
             queue = list(planned)

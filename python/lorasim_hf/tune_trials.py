@@ -29,6 +29,7 @@ class Trials:
         random.Random(self.args.seed).shuffle(order)  # a private generator: no RNG of the training is drawn
         self.order, self.next = order, 0
         self.steps = 0  # optimizer steps run (or begun) by all trials
+        self.rows = []  # one measurement row per trial
         self.oom_error = _torch.cuda.OutOfMemoryError
 
     def _data(self):
