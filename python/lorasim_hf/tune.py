@@ -79,7 +79,7 @@ def tune(trainer, gpu=None, profile=None, max_trial_steps=10, lorasim=None, *, c
     refined = _refit(exe, rows_path, cache, base_gpu, base_profile)
     pick = recommend_measured(exe, workload, rows_path, gpu=None if refined else base_gpu,
                               profile=refined or base_profile, memory_limit=memory_limit)
-    b, a = _checked_pick(pick, trials.rows, workload.effective_batch)
+    b, a = _checked_pick(pick, trials.rows, workload.effective_batch, refined=refined is not None)
     set_split(trainer, b, a, workload.effective_batch)
     table = table_rows(before, pick, trials.rows)
     result = TuneResult(b, a, trials.steps, table, rows_path, refined or "")
@@ -152,23 +152,26 @@ def _refit(exe, rows_path, cache, gpu, profile):
     return out
 
 
-def _checked_pick(pick, rows, effective_batch):
-    """lorasim's pick, unless it is a split never tried with a micro-batch above every one that ran:
-    its memory is only a prediction where a smaller one was measured, so the fastest that ran wins."""
+def _checked_pick(pick, rows, effective_batch, refined=True):
+    """lorasim's pick, unless it is a split never tried with a micro-batch above every one that ran
+    (its memory is only a prediction where a smaller one was measured), or never tried while the
+    profile could not be refined (its time is the base profile's, not this device's): then the
+    fastest split that ran and fits."""
     best = pick.get("recommended")
     if best is None:
         raise LorasimError(f"no split of effective batch {effective_batch} fits, measured or predicted")
     split = (int(best["micro_batch"]), int(best["accumulation"]))
     ran = {(r["micro_batch"], r["accumulation"]): r for r in rows if not r["oom"]}
-    if split in ran or split[0] < max(b for b, _ in ran):
+    if split in ran or (refined and split[0] < max(b for b, _ in ran)):
         return split
     fits = {(s["micro_batch"], s["accumulation"]) for s in pick["splits"] if s["fits"]}
     safe = [k for k in ran if k in fits]
     if not safe:
         raise LorasimError(f"no split that ran fits in the usable memory ({_splits(rows)} tried)")
     chosen = min(safe, key=lambda k: ran[k]["step_time_s"])
-    warnings.warn(f"tune: lorasim's pick {split[0]}x{split[1]} was not tried and is larger than every split that "
-                  f"ran; {chosen[0]}x{chosen[1]}, the fastest that ran, is set instead")
+    why = "is larger than every split that ran" if refined else "has only the unrefined profile's prediction"
+    warnings.warn(f"tune: lorasim's pick {split[0]}x{split[1]} was not tried and {why}; {chosen[0]}x{chosen[1]}, "
+                  "the fastest that ran, is set instead")
     return chosen
 
 

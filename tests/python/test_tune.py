@@ -234,3 +234,7 @@ def test_an_untried_pick_above_every_split_that_ran_is_not_set():
     with pytest.warns(UserWarning, match="8x1 was not tried"):
         assert _checked_pick({"recommended": {"micro_batch": 8, "accumulation": 1}, "splits": splits},
                              rows, 8) == (4, 2)
+    # Without a refined profile an untried split has only the base profile's time: not set.
+    with pytest.warns(UserWarning, match="1x8 was not tried and has only the unrefined"):
+        assert _checked_pick({"recommended": {"micro_batch": 1, "accumulation": 8}, "splits": splits},
+                             rows, 8, refined=False) == (4, 2)
