@@ -120,6 +120,11 @@ class Trials:
             oom = True
         if oom:  # out of the except block: the traceback no longer holds the step's tensors
             self.model.zero_grad(set_to_none=True)
+            scaler = getattr(self.trainer.accelerator, "scaler", None)
+            if scaler is not None and opt is not None:
+                # An OOM between unscale_ and update leaves this optimizer's entry behind; the next
+                # trial's optimizer may get the same id and would be refused as already unscaled.
+                scaler._per_optimizer_states.pop(id(opt), None)
         del opt
         gc.collect()
         if self.cuda:
