@@ -78,11 +78,19 @@ def test_the_split_is_set_the_effective_batch_kept_and_the_trials_within_budget(
     lorasim_validate(result.rows_path)
 
 
-def test_training_after_tune_is_bit_identical_to_training_with_its_split(tmp_path, torch, lorasim):
-    tuned = trainer_of(torch, tmp_path, 1, 8, gradient_checkpointing=True)
+@pytest.mark.parametrize("args", [{"gradient_checkpointing": True}, {"bf16": True}], ids=["ckpt", "bf16-autocast"])
+def test_training_after_tune_is_bit_identical_to_training_with_its_split(tmp_path, torch, lorasim, args):
+    tuned = trainer_of(torch, tmp_path, 1, 8, **args)
+    seen = []  # whether each forward of a decoder layer ran under autocast (a read-only hook)
+    layer = tuned.model.get_base_model().model.layers[0]
+    hook = layer.register_forward_pre_hook(lambda m, a: seen.append(torch.is_autocast_enabled("cpu")))
     result = tune_of(tuned, tmp_path, lorasim, max_trial_steps=10)
+    hook.remove()
+    rows = [json.loads(line) for line in open(result.rows_path)]
+    assert all(r["autocast"] == bool(args.get("bf16")) for r in rows)
+    assert seen and set(seen) == {bool(args.get("bf16"))}  # the trials ran as train() will
     tuned.train()
-    plain = trainer_of(torch, tmp_path, result.micro_batch, result.accumulation, gradient_checkpointing=True)
+    plain = trainer_of(torch, tmp_path, result.micro_batch, result.accumulation, **args)
     plain.train()
     a, b = adapters(tuned.model), adapters(plain.model)
     assert a.keys() == b.keys()
