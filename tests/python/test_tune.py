@@ -246,3 +246,18 @@ def test_an_untried_pick_above_every_split_that_ran_is_not_set():
     with pytest.warns(UserWarning, match="1x8 was not tried and has only the unrefined"):
         assert _checked_pick({"recommended": {"micro_batch": 1, "accumulation": 8}, "splits": splits},
                              rows, 8, refined=False) == (4, 2)
+
+
+def test_the_device_name_gives_the_embedded_profile_and_the_cache_key(torch):
+    import peft
+    import transformers
+    from lorasim_hf.tune_cache import cache_key, embedded_gpu
+    assert embedded_gpu("Tesla T4") == "t4"
+    assert embedded_gpu("NVIDIA L4") == "l4" and embedded_gpu("NVIDIA L40S") is None
+    assert embedded_gpu("NVIDIA A100-SXM4-80GB") == "a100-80gb"
+    assert embedded_gpu("NVIDIA A100-PCIE-40GB", 40 * 2**30) == "a100-40gb"
+    assert embedded_gpu("NVIDIA H100 80GB HBM3") == "h100-sxm" and embedded_gpu("NVIDIA H200") == "h200"
+    assert embedded_gpu("NVIDIA A10G") == "a10g" and embedded_gpu("NVIDIA GeForce RTX 4090") is None
+    key = cache_key(torch.device("cpu"))
+    assert key == (f"cpu__torch-{torch.__version__}__transformers-{transformers.__version__}"
+                   f"__peft-{peft.__version__}")
