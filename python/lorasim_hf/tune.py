@@ -118,7 +118,8 @@ def _capped_memory(device):
 
 
 def _run_trials(trainer, workload, prediction, budget):
-    planned = candidates(prediction, count=min(3, budget // 2))
+    wanted = min(3, budget // 2)  # splits that run: lorasim fit needs three
+    planned = candidates(prediction, count=wanted)
     smaller = sorted((s["micro_batch"], s["accumulation"]) for s in prediction["splits"]
                      if s["micro_batch"] < min(b for b, _ in planned))
     state = TrainingState(trainer, trainer.model)  # first: even preparing the trials' data sets attributes
@@ -131,8 +132,10 @@ def _run_trials(trainer, workload, prediction, budget):
                 b, a = queue.pop(0)
                 steps = max(2, (budget - trials.steps) // (len(queue) + 1))
                 trials.rows.append(trials.run(b, a, steps))
-                # Every split tried ran out of memory: the next smaller micro-batch, while the budget lasts.
-                if not queue and smaller and all(r["oom"] for r in trials.rows):
+                # A split ran out of memory: the next smaller micro-batch takes its place while the
+                # budget lasts, so that as many splits run as were planned.
+                ran = sum(not r["oom"] for r in trials.rows)
+                if smaller and ran + len(queue) < wanted and budget - trials.steps >= 2 * (len(queue) + 1):
                     queue.append(smaller.pop())
     finally:
         state.restore()

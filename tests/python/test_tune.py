@@ -138,8 +138,10 @@ def test_a_trial_out_of_memory_is_recorded_and_skipped(tmp_path, torch, lorasim,
     rows = [json.loads(line) for line in open(result.rows_path)]
     assert [(r["micro_batch"], r["oom"]) for r in rows][0] == (8, True)
     assert "step_time_s" not in rows[0]
-    # The OOM's one step counts, and the budget went to the splits after it.
+    # The OOM's one step counts, the budget went to the splits after it, and the next smaller
+    # micro-batch took the place of the split that ran out of memory (three ran: the profile is refit).
     assert result.trial_steps == 10
+    assert [r["micro_batch"] for r in rows] == [8, 4, 2, 1] and result.profile_path
     assert all(p.grad is None for p in trainer.model.parameters())
     # lorasim recommend --measured matched every trial row to the workload (else tune warns).
     assert not [w for w in recwarn if "did not match" in str(w.message)]
