@@ -15,7 +15,7 @@ import time
 
 from lorasim_hf._deps import require
 
-_torch, _transformers = require("torch", "transformers")
+_torch = require("torch")
 
 
 class Trials:

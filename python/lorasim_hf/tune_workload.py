@@ -46,7 +46,6 @@ def dataset_lengths(dataset, seed):
     index = list(range(n))
     if n > LENGTH_SAMPLE:
         index = random.Random(seed).sample(index, LENGTH_SAMPLE)
-    column = None
     if hasattr(dataset, "column_names") and "input_ids" in (dataset.column_names or ()):
         column = dataset.select(index)["input_ids"] if n > LENGTH_SAMPLE else dataset["input_ids"]
         return Counter(len(ids) for ids in column)
