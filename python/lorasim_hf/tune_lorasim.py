@@ -1,0 +1,126 @@
+"""The tuner's calls of the lorasim binary: every split's prediction, the splits worth trying,
+the anchored refit on the trial rows, and the pick with the measured splits.
+"""
+import json
+import subprocess
+import warnings
+
+from lorasim_hf.recommend import LorasimError
+
+
+def run_json(cmd):
+    """The JSON a `lorasim ... --format json` command prints; LorasimError with its last error line."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise LorasimError(f"cannot run {cmd[0]}: {e}") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}").splitlines()[-1]
+        raise LorasimError(f"lorasim {cmd[1]} failed: {msg}")
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise LorasimError(f"lorasim {cmd[1]} --format json printed no JSON: {proc.stdout[:200]}") from None
+
+
+def base_flags(gpu, profile):
+    return ["--profile", str(profile)] if profile is not None else ["--gpu", gpu]
+
+
+def predict(exe, workload, gpu=None, profile=None, memory_limit=None):
+    """`lorasim simulate --format json`: {"splits": [...], "recommended": ...} for every split."""
+    cmd = [exe, "simulate", "--format", "json", "--effective-batch", str(workload.effective_batch)]
+    cmd += base_flags(gpu, profile) + workload.flags + _limit(memory_limit)
+    return run_json(cmd)
+
+
+def _limit(memory_limit):
+    return ["--memory-limit", f"{memory_limit / 2**30:.4f}GiB"] if memory_limit else []
+
+
+def candidates(prediction, count=3):
+    """The splits worth trying, largest micro-batch first: the predicted fastest that fits and its
+    neighbours by micro-batch (the larger one too: the worst case that refused it may be cautious).
+    With no split predicted to fit, the smallest micro-batches."""
+    splits = sorted(prediction["splits"], key=lambda s: s["micro_batch"])
+    best = prediction.get("recommended")
+    if best is None:
+        chosen = splits[:count]
+    else:
+        i = next(k for k, s in enumerate(splits) if s["micro_batch"] == best["micro_batch"])
+        lo = max(0, min(i - (count - 1) // 2, len(splits) - count))
+        chosen = splits[lo:lo + count]
+    return [(s["micro_batch"], s["accumulation"]) for s in sorted(chosen, key=lambda s: -s["micro_batch"])]
+
+
+def fit(exe, rows_path, out_path, gpu=None, profile=None):
+    """`lorasim fit --fit-mode anchored`: the base profile refined by the trial rows."""
+    cmd = [exe, "fit", "--measurements", rows_path, "--fit-mode", "anchored", "--out", out_path]
+    cmd += base_flags(gpu, profile)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise LorasimError(f"cannot run {exe}: {e}") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr.strip() or f"exit status {proc.returncode}").splitlines()[-1]
+        raise LorasimError(f"lorasim fit failed: {msg}")
+    return out_path
+
+
+def recommend_measured(exe, workload, rows_path, gpu=None, profile=None, memory_limit=None):
+    """lorasim's pick under the refined profile, the measured splits at their measured time and peak
+    (`lorasim recommend --measured ROWS`): {"splits": [...], "recommended": {...} or None}."""
+    if workload.lengths_path is None:
+        cmd = [exe, "recommend", "--format", "json", "--effective-batch", str(workload.effective_batch),
+               "--measured", rows_path] + base_flags(gpu, profile) + workload.flags + _limit(memory_limit)
+        pick = run_json(cmd)
+        unmatched = [s for s in pick["splits"] if (s["micro_batch"], s["accumulation"]) in _tried(rows_path)
+                     and not (s.get("measured") or s.get("measured_oom"))]
+        if not unmatched:
+            return pick
+        # lorasim took the rows for another workload (it ignores those): a pick on predictions alone
+        # could be a split that ran out of memory, so the rows are applied here instead.
+        warnings.warn(f"tune: lorasim recommend --measured did not match {len(unmatched)} trial row(s) to the "
+                      "workload; their measured time and peak are applied by tune itself")
+    return _measured_overlay(predict(exe, workload, gpu, profile, memory_limit), rows_path)
+
+
+def _tried(rows_path):
+    return set(_measured_rows(rows_path))
+
+
+def _measured_rows(rows_path):
+    measured = {}
+    with open(rows_path) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                row = json.loads(line)
+                measured[(row["micro_batch"], row["accumulation"])] = row
+    return measured
+
+
+def _measured_overlay(prediction, rows_path):
+    # `--measured` replays fixed-length data only; for data of many lengths the rule is applied
+    # here: a measured split takes its measured step time, and fits when its measured peak leaves
+    # the usable memory free (an oom row: it does not fit).
+    usable = prediction.get("usable_memory_bytes")
+    measured = _measured_rows(rows_path)
+    for s in prediction["splits"]:
+        row = measured.get((s["micro_batch"], s["accumulation"]))
+        if row is None:
+            continue
+        if row.get("oom"):
+            s["fits"] = False
+            continue
+        s["step_time_s"] = row["step_time_s"]
+        peak = row.get("peak_reserved_bytes")
+        if peak is not None and usable is not None:
+            s["fits"] = peak <= usable
+        elif peak is None:
+            s["fits"] = True  # it ran: on the CPU there is no peak to hold against a limit
+    fitting = [s for s in prediction["splits"] if s["fits"]]
+    best = min(fitting, key=lambda s: s["step_time_s"]) if fitting else None
+    prediction["recommended"] = (None if best is None else
+                                 {"micro_batch": best["micro_batch"], "accumulation": best["accumulation"],
+                                  "step_time_s": best["step_time_s"]})
+    return prediction

@@ -1,0 +1,122 @@
+"""What the tuner's trials may change, saved before them and put back after, so that
+`trainer.train()` after `tune` is bit-identical to the same training without it.
+
+- every random number generator the training draws from (python, numpy, torch CPU, torch CUDA);
+- the trainable weights: the trials train clones swapped in as `param.data`, and the original
+  tensors (never written) are swapped back, so the restore copies nothing;
+- the gradients, the modules' train/eval flags, the model's instance-level `forward`;
+- the trainer's plain-data attributes (TRL's `_metrics`, `_total_train_tokens`, ...), its
+  `state` and `control`, and the fp16 loss scaler of its accelerator.
+"""
+import copy
+import random
+
+from lorasim_hf._deps import require
+
+_torch = require("torch")
+_PLAIN = (bool, int, float, str, bytes, type(None))
+_MISSING = object()
+
+
+def _is_plain(value, depth=0):
+    """Whether `value` is built of numbers, strings and containers only (safe and cheap to deep-copy)."""
+    if isinstance(value, _PLAIN):
+        return True
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        return all(_is_plain(k, depth + 1) and _is_plain(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(_is_plain(v, depth + 1) for v in value)
+    return False
+
+
+def rng_state():
+    state = {"python": random.getstate(), "torch": _torch.get_rng_state()}
+    try:
+        import numpy
+        state["numpy"] = numpy.random.get_state()
+    except ImportError:
+        pass
+    if _torch.cuda.is_available() and _torch.cuda.is_initialized():
+        state["cuda"] = _torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state):
+    random.setstate(state["python"])
+    _torch.set_rng_state(state["torch"])
+    if "numpy" in state:
+        import numpy
+        numpy.random.set_state(state["numpy"])
+    if "cuda" in state:
+        _torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class _Attributes:
+    """The plain-data attributes of one object: restored by value, and attributes added since removed."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.names = set(vars(obj))
+        self.values = {k: copy.deepcopy(v) for k, v in vars(obj).items() if _is_plain(v)}
+
+    def restore(self):
+        for k in [k for k in vars(self.obj) if k not in self.names]:
+            delattr(self.obj, k)
+        for k, v in self.values.items():
+            setattr(self.obj, k, v)
+
+
+def _scaler_state(scaler):
+    # GradScaler keeps its scale and growth tracker as tensors it updates in place.
+    return {k: v.clone() if _torch.is_tensor(v) else copy.deepcopy(v) for k, v in vars(scaler).items()}
+
+
+class TrainingState:
+    """Saves at construction, `swap_in_weights()` before the trials, `restore()` after (idempotent)."""
+
+    def __init__(self, trainer, model):
+        self.trainer, self.model = trainer, model
+        self.rng = rng_state()
+        self.attributes = [_Attributes(trainer)] + [_Attributes(o) for o in (getattr(trainer, "state", None),
+                                                                             getattr(trainer, "control", None))
+                                                    if o is not None]
+        scaler = getattr(getattr(trainer, "accelerator", None), "scaler", None)
+        self.scaler = (scaler, _scaler_state(scaler)) if scaler is not None else None
+        self.flags = [(m, m.training) for m in model.modules()]
+        self.forward = model.__dict__.get("forward", _MISSING)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.grads = [p.grad for p in self.params]
+        self.weights = None
+        self.restored = False
+
+    def swap_in_weights(self):
+        """Trial weights: clones of the trainable weights; the originals are kept aside untouched."""
+        self.weights = [p.data for p in self.params]
+        with _torch.no_grad():
+            for p in self.params:
+                p.data = p.data.clone()
+
+    def restore(self):
+        if self.restored:
+            return
+        self.restored = True
+        for p, grad in zip(self.params, self.grads):
+            p.grad = grad
+        if self.weights is not None:
+            for p, w in zip(self.params, self.weights):
+                p.data = w
+        if self.forward is _MISSING:
+            self.model.__dict__.pop("forward", None)
+        else:
+            self.model.forward = self.forward
+        for m, training in self.flags:
+            m.training = training
+        if self.scaler is not None:
+            scaler, saved = self.scaler
+            vars(scaler).clear()
+            vars(scaler).update(saved)
+        for a in self.attributes:
+            a.restore()
+        set_rng_state(self.rng)
