@@ -24,7 +24,9 @@ const char* const kCapRows =
 
 std::vector<std::string> cap_args(const std::string& command, std::vector<std::string> more = {}) {
   std::vector<std::string> a = {command, "--gpu", "h200", "--model", "qwen3-1.7b", "--seq-len", "512",
-                                "--effective-batch", "16", "--memory-limit", "15GiB"};
+                                "--effective-batch", "16", "--memory-limit", "15GiB",
+                                // the case: no checkpointing (recommend would weigh both)
+                                "--grad-ckpt", "false"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -60,7 +62,8 @@ TEST(MeasuredCliTest, TheMeasuredBoundarySplitFitsAndIsRecommendedWhereThePredic
   EXPECT_FALSE(split_of(j, 1)["measured"]);
   EXPECT_EQ(split_of(j, 1)["step_time_s"], split_of(predicted, 1)["step_time_s"]);
   EXPECT_EQ(j["recommended"]["micro_batch"], 4);
-  EXPECT_EQ(j["recommended"]["hf_args"], "--per_device_train_batch_size 4 --gradient_accumulation_steps 4");
+  EXPECT_EQ(j["recommended"]["hf_args"], "--per_device_train_batch_size 4 --gradient_accumulation_steps 4 "
+                                         "--gradient_checkpointing false --bf16 true");
   // The two rows of other workloads are counted on stderr, once.
   const std::vector<std::string> err = lines_of(r.err);
   ASSERT_EQ(err.size(), 1u) << r.err;
