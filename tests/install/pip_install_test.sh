@@ -68,7 +68,17 @@ if extra:
     sys.exit(f"C++ package files in the wheel: {extra[:5]}")
 EOF
 
-# 4. A fresh venv, offline, as a user's.
+# 4. What pip shows when a system library is missing (Boost hidden; the configure stops, so
+#    this costs seconds): the command that installs it, on a line of its own.
+if "$venv/bin/python" -m pip --disable-pip-version-check wheel --no-build-isolation --no-deps --no-index \
+     -w "$work/no-wheels" -C build-dir="$work/no-boost" -C cmake.define.CMAKE_DISABLE_FIND_PACKAGE_Boost=ON \
+     . > "$work/no-boost.log" 2>&1; then
+  fail "pip wheel . succeeded with Boost hidden"
+fi
+grep -Eq '^[ |]* apt-get install libboost-program-options-dev$' "$work/no-boost.log" \
+  || { cat "$work/no-boost.log" >&2; fail "pip's error for a missing Boost does not give its apt-get line"; }
+
+# 5. A fresh venv, offline, as a user's.
 "$venv/bin/python" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip --disable-pip-version-check install -q --no-index --no-deps "$wheel"
 
