@@ -14,6 +14,7 @@ import numbers
 import os
 import shutil
 import subprocess
+import sysconfig
 
 
 class LorasimError(RuntimeError):
@@ -21,9 +22,9 @@ class LorasimError(RuntimeError):
 
 
 def find_lorasim(lorasim=None):
-    """Path of the lorasim binary: the argument, else $LORASIM, else `lorasim` on PATH."""
+    """Path of the lorasim binary: the argument, else $LORASIM, else `lorasim` on PATH or in bin/ (pip install .)."""
     name = lorasim or os.environ.get("LORASIM") or "lorasim"
-    path = shutil.which(name)
+    path = shutil.which(name) or shutil.which(name, path=sysconfig.get_path("scripts"))
     if path is None:
         where = ("lorasim=" if lorasim else "$LORASIM" if os.environ.get("LORASIM") else "PATH")
         raise LorasimError(f"lorasim binary '{name}' not found (from {where}); build it (cmake --build build) "
