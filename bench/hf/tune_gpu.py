@@ -79,6 +79,7 @@ def worker(name, out, lorasim, deadline):
             return trl.SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=lora)
         model = peft.get_peft_model(model, lora)
         args = transformers.TrainingArguments(**common, bf16=True, gradient_checkpointing=w["ckpt"],
+                                              gradient_checkpointing_kwargs={"use_reentrant": False},
                                               remove_unused_columns=False)
 
         def collate(features):
