@@ -10,7 +10,7 @@ Workloads (each in its own process: an allocator cap is per process):
   sft     SFTTrainer with its defaults, qwen3-1.7b, longtail lengths (max 1024), B=16
   big     Trainer with checkpointing, mistral-7b, 1024 tokens, B=8
 
-    python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH [--workloads cap15,sft,big] [--budget-s 540]
+    python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH [--workloads cap15,sft,big] [--budget-s 540] [--tune-first]
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -33,7 +33,7 @@ def emit(out, row):
     print("tune_gpu", json.dumps({k: v for k, v in row.items() if k not in ("table", "steps")}), flush=True)
 
 
-def worker(name, out, lorasim, deadline):
+def worker(name, out, lorasim, deadline, tune_first=False):
     import torch, transformers, peft
     os.environ["LORASIM"] = lorasim
     sys.path.insert(0, os.path.join(REPO, "python"))
@@ -112,53 +112,75 @@ def worker(name, out, lorasim, deadline):
         gc.collect()
         torch.cuda.empty_cache()
 
-    # 1. the ground truth
     measured = {}
-    for b, a in w["splits"]:
-        if time.time() > deadline - 60:
-            emit(out, {"workload": name, "phase": "truth", "split": f"{b}x{a}", "skipped": "budget"})
-            continue
-        tr = None
-        with tempfile.TemporaryDirectory() as wd:
-            try:
-                tr = build(b, a, 6, wd)
-                t = Timer()
-                tr.add_callback(t)
-                torch.cuda.reset_peak_memory_stats()
-                tr.train()
-                step = sum(t.times[2:]) / len(t.times[2:])
-                measured[(b, a)] = step
-                emit(out, {"workload": name, "phase": "truth", "split": f"{b}x{a}", "oom": False, "step_time_s": step,
-                           "peak_reserved_bytes": torch.cuda.max_memory_reserved(), "steps": t.times})
-            except torch.OutOfMemoryError:
-                emit(out, {"workload": name, "phase": "truth", "split": f"{b}x{a}", "oom": True})
-            free(tr)
-    # 2. the tune, from the smallest micro-batch; 3. bit-identity
-    b0 = min(b for b, _ in w["splits"])
-    with tempfile.TemporaryDirectory() as wd, tempfile.TemporaryDirectory() as cache:
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        tr = build(b0, w["B"] // b0, 3, wd)
-        t0 = time.time()
-        res = tune(tr, gpu="h200", max_trial_steps=10, cache_dir=cache)
-        tune_s = time.time() - t0
-        fastest = min(measured, key=measured.get) if measured else None
-        pick = (res.micro_batch, res.accumulation)
-        emit(out, {"workload": name, "phase": "tune", "pick": f"{pick[0]}x{pick[1]}", "trial_steps": res.trial_steps,
-                   "tune_s": tune_s, "fastest_measured": f"{fastest[0]}x{fastest[1]}" if fastest else None,
-                   "gap": measured[pick] / measured[fastest] - 1 if fastest and pick in measured else None,
-                   "table": res.table})
-        tr.train()
-        after = {k: v.detach().float().cpu() for k, v in tr.model.named_parameters() if v.requires_grad}
-        free(tr)
-        tr2 = build(pick[0], pick[1], 3, wd + "-2")
-        tr2.train()
-        direct = {k: v.detach().float().cpu() for k, v in tr2.model.named_parameters() if v.requires_grad}
-        same = after.keys() == direct.keys() and all(torch.equal(after[k], direct[k]) for k in after)
-        maxdiff = max((after[k] - direct[k]).abs().max().item() for k in after) if after.keys() == direct.keys() else None
-        emit(out, {"workload": name, "phase": "identical", "bit_identical": same, "max_abs_diff": maxdiff,
-                   "tensors": len(after)})
-        free(tr2)
+
+    def truth_phase():
+        # 1. the ground truth
+        for b, a in w["splits"]:
+            if time.time() > deadline - 60:
+                emit(out, {"workload": name, "phase": "truth", "split": f"{b}x{a}", "skipped": "budget"})
+                continue
+            tr = None
+            with tempfile.TemporaryDirectory() as wd:
+                try:
+                    tr = build(b, a, 6, wd)
+                    t = Timer()
+                    tr.add_callback(t)
+                    torch.cuda.reset_peak_memory_stats()
+                    tr.train()
+                    step = sum(t.times[2:]) / len(t.times[2:])
+                    measured[(b, a)] = step
+                    emit(out, {"workload": name, "phase": "truth", "split": f"{b}x{a}", "oom": False, "step_time_s": step,
+                               "peak_reserved_bytes": torch.cuda.max_memory_reserved(), "steps": t.times})
+                except torch.OutOfMemoryError:
+                    emit(out, {"workload": name, "phase": "truth", "split": f"{b}x{a}", "oom": True})
+                free(tr)
+
+    def tune_phase():
+        # 2. the tune, from the smallest micro-batch; 3. bit-identity
+        b0 = min(b for b, _ in w["splits"])
+        with tempfile.TemporaryDirectory() as wd, tempfile.TemporaryDirectory() as cache:
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            tr = build(b0, w["B"] // b0, 3, wd)
+            t0 = time.time()
+            res = tune(tr, gpu="h200", max_trial_steps=10, cache_dir=cache)
+            tune_s = time.time() - t0
+            fastest = min(measured, key=measured.get) if measured else None
+            pick = (res.micro_batch, res.accumulation)
+            emit(out, {"workload": name, "phase": "tune", "pick": f"{pick[0]}x{pick[1]}", "trial_steps": res.trial_steps,
+                       "tune_s": tune_s, "fastest_measured": f"{fastest[0]}x{fastest[1]}" if fastest else None,
+                       "gap": measured[pick] / measured[fastest] - 1 if fastest and pick in measured else None,
+                       "table": res.table})
+            tr.train()
+            after = {k: v.detach().float().cpu() for k, v in tr.model.named_parameters() if v.requires_grad}
+            del tr
+            free()
+            tr2 = build(pick[0], pick[1], 3, wd + "-2")
+            tr2.train()
+            direct = {k: v.detach().float().cpu() for k, v in tr2.model.named_parameters() if v.requires_grad}
+            same = after.keys() == direct.keys() and all(torch.equal(after[k], direct[k]) for k in after)
+            maxdiff = max((after[k] - direct[k]).abs().max().item() for k in after) if after.keys() == direct.keys() else None
+            emit(out, {"workload": name, "phase": "identical", "bit_identical": same, "max_abs_diff": maxdiff,
+                       "tensors": len(after)})
+            del tr2
+            free()
+            torch.use_deterministic_algorithms(False)
+
+    if tune_first:
+        tune_phase()
+        truth_phase()
+        # the gap, now that the truth is known
+        rows = [json.loads(l) for l in open(out)]
+        pick = next(r['pick'] for r in rows if r['workload'] == name and r['phase'] == 'tune')
+        if measured:
+            fastest = min(measured, key=measured.get)
+            b, a = map(int, pick.split('x'))
+            emit(out, {'workload': name, 'phase': 'gap', 'pick': pick, 'fastest_measured': f'{fastest[0]}x{fastest[1]}',
+                       'gap': measured[(b, a)] / measured[fastest] - 1 if (b, a) in measured else None})
+    else:
+        truth_phase()
+        tune_phase()
 
 
 def main():
@@ -167,12 +189,14 @@ def main():
     ap.add_argument("--lorasim", required=True)
     ap.add_argument("--workloads", default="cap15,sft,big")
     ap.add_argument("--budget-s", type=float, default=540)
+    ap.add_argument("--tune-first", action="store_true",
+                    help="tune in the fresh process (as a user would, before training), then the ground truth")
     ap.add_argument("--_worker")
     ap.add_argument("--_deadline", type=float)
     args = ap.parse_args()
     out = os.path.join(args.out_dir, "tune-rows.jsonl")
     if args._worker:
-        return worker(args._worker, out, args.lorasim, args._deadline)
+        return worker(args._worker, out, args.lorasim, args._deadline, args.tune_first)
     os.makedirs(args.out_dir, exist_ok=True)
     deadline = time.time() + args.budget_s
     for name in args.workloads.split(","):
@@ -180,7 +204,8 @@ def main():
             print(f"tune_gpu: budget reached, skipping {name}", flush=True)
             continue
         rc = subprocess.run([sys.executable, __file__, "--out-dir", args.out_dir, "--lorasim", args.lorasim,
-                             "--_worker", name, "--_deadline", str(deadline)]).returncode
+                             "--_worker", name, "--_deadline", str(deadline)]
+                            + (["--tune-first"] if args.tune_first else [])).returncode
         print(f"tune_gpu: {name} exited {rc}", flush=True)
 
 

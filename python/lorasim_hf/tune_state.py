@@ -2,8 +2,8 @@
 `trainer.train()` after `tune` is bit-identical to the same training without it.
 
 - every random number generator the training draws from (python, numpy, torch CPU, torch CUDA);
-- the trainable weights: the trials train clones swapped in as `param.data`, and the original
-  tensors (never written) are swapped back, so the restore copies nothing;
+- the trainable weights: the trials train them in place, and a copy kept in host memory (not on
+  the device, whose memory the trials measure) is copied back, bit for bit;
 - the gradients, the modules' train/eval flags, the model's instance-level `forward`;
 - the trainer's plain-data attributes (TRL's `_metrics`, `_total_train_tokens`, ...), its
   `state` and `control`, and the fp16 loss scaler of its accelerator.
@@ -92,11 +92,11 @@ class TrainingState:
         self.restored = False
 
     def swap_in_weights(self):
-        """Trial weights: clones of the trainable weights; the originals are kept aside untouched."""
-        self.weights = [p.data for p in self.params]
+        """The trials train the weights in place; a copy in host memory puts them back exactly. A
+        copy on the device would take memory the trials measure: at a boundary (a split that
+        leaves tens of MiB free) it alone would run the split out of memory."""
         with _torch.no_grad():
-            for p in self.params:
-                p.data = p.data.clone()
+            self.weights = [p.detach().to("cpu", copy=True) for p in self.params]
 
     def restore(self):
         if self.restored:
@@ -105,8 +105,9 @@ class TrainingState:
         for p, grad in zip(self.params, self.grads):
             p.grad = grad
         if self.weights is not None:
-            for p, w in zip(self.params, self.weights):
-                p.data = w
+            with _torch.no_grad():
+                for p, w in zip(self.params, self.weights):
+                    p.copy_(w)
         if self.forward is _MISSING:
             self.model.__dict__.pop("forward", None)
         else:
