@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "model/padded_widths.h"
 #include "model/workload.h"
 
 namespace lorasim::calib {
@@ -27,6 +28,10 @@ struct Measurement {
   double peak_allocated_bytes = kNotMeasured;
   double peak_reserved_bytes = kNotMeasured;
   std::string loop;  ///< what produced the row: "trainer", "plain", "probe"; empty when not said
+  // Data of many lengths (docs/measurements.md): how the run's micro-batches were collated.
+  std::string collation;               ///< "fixed" or a --padding spelling; empty when not said
+  model::PaddedWidths padded_lengths;  ///< each timed micro-batch's padded width; empty when not recorded
+  double real_tokens = kNotMeasured;   ///< mean non-pad tokens per timed micro-batch
 };
 
 }  // namespace lorasim::calib

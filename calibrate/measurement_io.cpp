@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "calibrate/measurement_checks.h"
+#include "calibrate/measurement_lengths.h"
 #include "model/architecture.h"
 #include "model/atomic_file.h"
 #include "model/error.h"
@@ -29,7 +30,10 @@ const std::vector<std::string> kColumns = {
     "lora_targets", "precision", "oom", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s",
     "optimizer_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
     // The training stack (model/stack.h); absent in files written before it was a column.
-    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head"};
+    "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
+    // Data of many lengths (docs/measurements.md); written only when a row has them.
+    "collation", "padded_lengths", "real_tokens"};
+const std::vector<std::string> kLengthColumns = {"collation", "padded_lengths", "real_tokens"};
 const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
@@ -165,6 +169,12 @@ Measurement from_fields(const std::map<std::string, std::string>& f, std::map<st
   opt("peak_allocated_bytes", m.peak_allocated_bytes);
   opt("peak_reserved_bytes", m.peak_reserved_bytes);
   if (!m.oom && !(m.step_time_s > 0)) throw RowError("column step_time_s: a positive time is required unless oom is true");
+  opt("real_tokens", m.real_tokens);
+  try {
+    read_length_columns(get("collation"), get("padded_lengths"), m);
+  } catch (const InputError& e) {
+    throw RowError(e.what());
+  }
   return m;
 }
 
@@ -317,7 +327,11 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
   check_measurements_output(path);
   std::ostringstream out;
   out.precision(10);
-  for (size_t i = 0; i < kColumns.size(); ++i) out << (i ? "," : "") << kColumns[i];
+  const bool lengths = std::any_of(rows.begin(), rows.end(), [](const Measurement& m) {
+    return !m.collation.empty() || !m.padded_lengths.empty() || measured(m.real_tokens);
+  });
+  const size_t columns = kColumns.size() - (lengths ? 0 : kLengthColumns.size());
+  for (size_t i = 0; i < columns; ++i) out << (i ? "," : "") << kColumns[i];
   out << '\n';
   auto num = [&](double v) {
     if (measured(v)) out << v;
@@ -346,7 +360,12 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     const model::StackSpec& st = m.workload.stack;
     out << ',' << model::stack_name(st.kind) << ',' << model::attn_impl_name(st.attn_impl) << ',' << st.lora_dropout
         << ',' << model::allocator_name(st.allocator) << ',' << (st.autocast ? "true" : "false") << ',' << m.loop
-        << ',' << (st.fused_lm_head ? "true" : "false") << '\n';
+        << ',' << (st.fused_lm_head ? "true" : "false");
+    if (lengths) {
+      out << ',' << m.collation << ',' << model::format_padded_widths(m.padded_lengths) << ',';
+      num(m.real_tokens);
+    }
+    out << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");
 }

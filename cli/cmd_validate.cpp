@@ -23,6 +23,7 @@
 #include "cli/format.h"
 #include "cli/forward.h"
 #include "cli/hardware_args.h"
+#include "cli/lengths_args.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/split_charts.h"
@@ -46,6 +47,7 @@ struct ValidateArgs {
   double margin = sim::Request{}.safety_margin;
   std::string measurements;      ///< a measurement file instead of live runs
   std::string save, plot;        ///< output paths, empty for none
+  LengthsArgs lengths;           ///< with --measurements: the data of rows without padded_lengths
 };
 
 void validate_options(OptionTable& t, ValidateArgs& a) {
@@ -64,6 +66,7 @@ void validate_options(OptionTable& t, ValidateArgs& a) {
   t.real("safety-margin", a.margin, 0, 0.9, "fraction of the limit kept free in the prediction")
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
       .path("plot", a.plot, "also draw predicted and measured step time and peak memory per split to this .svg");
+  add_lengths_options(t, a.lengths);
 }
 
 void print_help(const OptionTable& t) {
@@ -77,7 +80,10 @@ void print_help(const OptionTable& t) {
                "  lorasim validate --profile my-h200.toml --device cuda --model qwen3-1.7b --effective-batch 16 --seq-len 512 --steps 8\n"
                "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
                "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n"
-               "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n\n"
+               "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n"
+               "  lorasim validate --measurements sft-runs.jsonl --gpu h200 --lengths lengths.csv --padding longest\n\n"
+               "A row with padded_lengths (each timed micro-batch's padded width) is predicted from those\n"
+               "widths; --lengths predicts the rows without one from the data's lengths (docs/lengths.md).\n\n"
             << t.description() << "\n";
 }
 
@@ -295,13 +301,18 @@ int cmd_validate(const Args& args) {
   }
   const Format fmt = parse_format(a.format);
   if (!a.measurements.empty()) refuse_live_flags(t);
+  const bool lengths = lengths_given(t);
+  if (lengths && a.measurements.empty())
+    throw InputError("validate --lengths predicts the rows of a measurement file: add --measurements FILE (live "
+                     "runs on a lengths file are `lorasim train --lengths`)");
   check_outputs({{"--save-measurements", a.save, ".csv"}, {"--plot", a.plot, ".svg"}},
-                {{"--measurements", a.measurements, ""}, {"--profile", a.hardware.profile, ""},
+                {{"--measurements", a.measurements, ""}, {"--lengths", a.lengths.file, ""}, {"--profile", a.hardware.profile, ""},
                  {"--model-config", a.workload.model_config, ""}});
   const hw::Profile profile = select_profile(a.hardware);
   const int64_t memory_limit_bytes = checked_memory_limit(a.memory, profile.hw.memory_bytes, profile.hw.display_name);
   if (!a.measurements.empty())
-    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot);
+    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot,
+                                 lengths ? &a.lengths : nullptr);
   // Refused here, before LibTorch loads and a model is built.
   if (!a.splits.empty()) parse_splits(a.splits, a.effective_batch);
   require_runner_stack(build_stack(a.workload.stack), "validate");
