@@ -14,13 +14,16 @@ int64_t SampledMicroBatch::real_tokens() const {
   return n;
 }
 
-LengthSampler::LengthSampler(const model::LengthDistribution& d, const model::Padding& padding, uint64_t seed)
-    : padding_(padding), max_length_tokens_(d.max_length_tokens()), rng_(seed) {
+void require_padded_collation(const model::Padding& padding) {
   model::validate_padding(padding);
-  using model::PaddingMode;
-  if (padding.mode == PaddingMode::packed || padding.mode == PaddingMode::padding_free)
+  if (padding.mode == model::PaddingMode::packed || padding.mode == model::PaddingMode::padding_free)
     throw InputError("lorasim's runner pads micro-batches (--padding longest, multiple:N or max_length); " +
                      model::padding_name(padding) + " lays rows out otherwise and is not run yet");
+}
+
+LengthSampler::LengthSampler(const model::LengthDistribution& d, const model::Padding& padding, uint64_t seed)
+    : padding_(padding), max_length_tokens_(d.max_length_tokens()), rng_(seed) {
+  require_padded_collation(padding);
   if (d.sequences() > kMaxSampledSequences)
     throw InputError("the lengths hold " + std::to_string(d.sequences()) + " sequences, more than a run samples (at most " +
                      std::to_string(kMaxSampledSequences) + "): give the lengths of the data set you train on");

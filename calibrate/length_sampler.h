@@ -15,6 +15,10 @@ namespace lorasim::calib {
 /// of data a run samples, and would take gigabytes.
 inline constexpr int64_t kMaxSampledSequences = 50'000'000;
 
+/// Throws InputError unless `padding` is one a runner pads rows to: longest, multiple:N or
+/// max_length (packed and padding-free lay rows out otherwise, and no runner does that yet).
+void require_padded_collation(const model::Padding& padding);
+
 /// One micro-batch: its sequences' lengths (after truncation) and the width of its rows.
 struct SampledMicroBatch {
   std::vector<int64_t> lengths_tokens;

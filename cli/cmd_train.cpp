@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "calibrate/convert.h"
+#include "calibrate/length_sampler.h"
 #include "calibrate/measurement.h"
 #include "calibrate/measurement_io.h"
 #include "calibrate/precision.h"
@@ -66,7 +67,10 @@ int cmd_train(const Args& args) {
   calib::RunSpec spec;
   spec.workload = build_workload(wa, dev.bf16_supported);
   spec.workload.train.precision = precision.precision;
-  if (with_lengths) apply_lengths(lengths, spec.workload);
+  if (with_lengths) {
+    apply_lengths(lengths, spec.workload);
+    calib::require_padded_collation(spec.workload.train.padding);
+  }
   spec.data_seed = static_cast<uint64_t>(seed);
   if (!precision.note.empty()) std::cerr << "note: " << precision.note << "\n";
   spec.micro_batch = micro;
