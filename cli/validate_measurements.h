@@ -10,9 +10,6 @@
 
 namespace lorasim::cli {
 
-/// Compares every row of the file with the profile's prediction; rows of one workload and
-/// effective batch form a group whose recommendation is checked against the fastest run.
-/// A non-empty `plot_path` gets an SVG chart per group (simulator/plot_svg.h).
 /// A measured figure, or null where it was not measured.
 nlohmann::json measured_json(double v);
 
@@ -23,6 +20,9 @@ nlohmann::json time_range_coverage_json(const calib::ComparisonSummary& s);
 /// "step time within the predicted range: 47 of 54 splits (87%)" and a newline.
 std::string time_range_line(const calib::ComparisonSummary& s);
 
+/// Compares every row of the file with the profile's prediction; rows of one workload and
+/// effective batch form a group whose recommendation is checked against the fastest run.
+/// A non-empty `plot_path` gets an SVG chart per group (simulator/plot_svg.h).
 /// Rows with padded_lengths are predicted from their own widths (sim::simulate_measured_widths);
 /// the others from `lengths` where given (sim::simulate_lengths), else from their seq_len. Where
 /// any row is predicted from lengths, each split says which (predicted_from: seq_len,

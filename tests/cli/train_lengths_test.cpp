@@ -17,13 +17,17 @@ TEST(TrainLengthsCliTest, ARunOnALengthsFileSavesARowThatValidateScoresByItsWidt
   TempDir dir;
   const fs::path lengths = dir / "lengths.csv", row = dir / "run.csv";
   write_file(lengths, "length,count\n9,6\n20,5\n48,2\n");
-  const json j = ok_json({"train", "--device", "cpu", "--model", "tiny", "--micro-batch", "2", "--accum", "2",
-                          "--lengths", lengths.string(), "--padding", "multiple:8", "--max-length", "40", "--seed",
-                          "4", "--steps", "2", "--warmup", "0", "--format", "json", "--save-measurements",
-                          row.string()});
+  const std::vector<std::string> args = {"train", "--device", "cpu", "--model", "tiny", "--micro-batch", "2",
+                                         "--accum", "2", "--lengths", lengths.string(), "--padding", "multiple:8",
+                                         "--max-length", "40", "--seed", "4", "--steps", "2", "--warmup", "0",
+                                         "--format", "json", "--save-measurements", row.string()};
+  const RunResult r = run_lorasim(args);  // progress on stderr
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  const json j = json::parse(r.out);
   EXPECT_EQ(j["collation"], "multiple:8");
   const std::string widths = j["padded_lengths"];
   EXPECT_FALSE(widths.empty());
+  EXPECT_EQ(j["workload"]["seq_len"], 40);  // the file's lengths truncated at --max-length
   EXPECT_GT(j["real_tokens"].get<double>(), 0);
   const json v = ok_json({"validate", "--measurements", row.string(), "--gpu", "h200", "--format", "json"});
   ASSERT_EQ(v["groups"].size(), 1u);
