@@ -17,9 +17,18 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.micro_batch = r.micro_batch;
   m.accumulation = r.accumulation;
   m.oom = r.oom;
-  // The runner trains on fixed-length random tokens: one width, no padding, one process.
-  m.collation = "fixed";
-  m.real_tokens = static_cast<double>(r.micro_batch) * static_cast<double>(w.train.seq_len);
+  if (!r.collation.empty()) {  // the row says what the tensors held (an out-of-memory: none), not the data's distribution
+    m.workload.train.lengths.reset();
+    m.workload.train.padding = model::Padding{};
+    m.workload.train.seq_len = r.seq_len;
+    m.collation = r.collation;
+    m.padded_lengths = r.padded_lengths;
+    m.real_tokens = r.real_tokens;
+  } else {
+    // The runner trains on fixed-length random tokens: one width, no padding.
+    m.collation = "fixed";
+    m.real_tokens = static_cast<double>(r.micro_batch) * static_cast<double>(w.train.seq_len);
+  }
   if (r.oom) return m;
   m.step_time_s = r.step_time_s;
   m.micro_batch_time_s = r.micro_batch_time_s;

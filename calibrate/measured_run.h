@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/padded_widths.h"
 #include "model/workload.h"
 
 namespace lorasim::calib {
@@ -24,6 +25,10 @@ struct RunResult {
   int64_t peak_allocated_bytes = 0;  ///< peak over the warm-up and measured steps (from an empty cache), AdamW state included
   int64_t peak_reserved_bytes = 0;   ///< same, plus the caching allocator's slack (= allocated on CPU)
   std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a)
+  // A run on data of many lengths (RunSpec::data_seed); seq_len is then the largest width timed.
+  std::string collation;             ///< model::padding_name of the run's padding; empty: fixed lengths
+  model::PaddedWidths padded_lengths;  ///< the padded width of every timed micro-batch
+  double real_tokens = std::numeric_limits<double>::quiet_NaN();  ///< mean non-pad tokens per timed micro-batch
 };
 
 }  // namespace lorasim::calib

@@ -8,19 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "model/padded_widths.h"
 #include "model/workload.h"
 
 namespace lorasim::calib {
 
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 inline bool measured(double v) { return !std::isnan(v); }
-
-/// How many of a run's timed micro-batches had one padded width (the tensor's sequence dimension).
-struct PaddedWidth {
-  int64_t width = 0;  ///< tokens
-  int64_t count = 0;  ///< micro-batches
-  bool operator==(const PaddedWidth& o) const { return width == o.width && count == o.count; }
-};
 
 struct Measurement {
   model::Workload workload;                 ///< architecture (possibly truncated), LoRA, training
@@ -41,7 +35,7 @@ struct Measurement {
   double device_memory_bytes = kNotMeasured; ///< the device's total memory (physical RAM for the CPU)
   int64_t processes = 1;                     ///< training processes (WORLD_SIZE)
   std::string collation;                     ///< fixed, longest, multiple:N, max_length, packed, padding-free
-  std::vector<PaddedWidth> padded_lengths;   ///< the timed micro-batches per padded width, ascending
+  model::PaddedWidths padded_lengths;        ///< the timed micro-batches per padded width, ascending
   double real_tokens = kNotMeasured;         ///< mean non-pad tokens per timed micro-batch
   std::string model_config_sha256;           ///< SHA-256 of the config file `model` names
 };

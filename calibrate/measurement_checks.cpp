@@ -52,7 +52,8 @@ std::string shown(const Figure& f, double v) {
 }
 
 // Everything that tells one run from another: the workload as simulated, the split and the
-// loop that produced the row (a Trainer and a plain loop measure different things).
+// loop that produced the row (a Trainer and a plain loop measure different things), and on data
+// of many lengths the collation and the widths the run's micro-batches had.
 std::string identity(const Measurement& m) {
   const auto& w = m.workload;
   const auto& s = w.stack;
@@ -61,7 +62,8 @@ std::string identity(const Measurement& m) {
          "|" + std::to_string(w.lora.rank) + "|" + number(w.lora.alpha) + "|" + w.lora.targets_string() + "|" +
          model::precision_name(w.train.precision) + "|" + model::stack_name(s.kind) + "|" +
          model::attn_impl_name(s.attn_impl) + "|" + number(s.lora_dropout) + "|" + model::allocator_name(s.allocator) +
-         "|" + (s.autocast ? "a" : "") + "|" + (s.fused_lm_head ? "f" : "") + "|" + m.loop;
+         "|" + (s.autocast ? "a" : "") + "|" + (s.fused_lm_head ? "f" : "") + "|" + m.loop + "|" + m.collation + "|" +
+         model::format_padded_widths(m.padded_lengths);
 }
 
 }  // namespace

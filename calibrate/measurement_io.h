@@ -11,7 +11,8 @@ namespace lorasim::calib {
 /// Reads a .csv (header row) or .jsonl/.json (one object per line) file; a leading UTF-8
 /// byte-order mark is skipped. Throws ConfigError naming file:line and the column for a malformed
 /// row, an unknown, repeated or missing required column (CSV: at the header's line), a negative
-/// time or size, or an unknown model.
+/// time or size, an unknown model, or lengths columns that do not fit the row
+/// (calibrate/measurement_run.h).
 std::vector<Measurement> load_measurements(const std::string& path);
 /// Parses text in the given format ("csv" or "jsonl"); `source` names it in errors. Relative
 /// config paths in `model` are looked up in `rows_dir` (load_measurements: the file's
@@ -23,7 +24,8 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
 /// load_measurements reads by that name). Call it before measuring, so a bad name costs nothing.
 void check_measurements_output(const std::string& path);
 
-/// Writes rows as CSV with every column (what load_measurements reads back) through
+/// Writes rows as CSV with every column (the lengths columns only when a row has one; what
+/// load_measurements reads back) through
 /// model::write_file_atomically. Throws InputError for a name check_measurements_output refuses,
 /// ConfigError when the file cannot be written.
 void write_measurements_csv(const std::vector<Measurement>& rows, const std::string& path);

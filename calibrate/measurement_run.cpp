@@ -67,31 +67,16 @@ const std::vector<std::string>& run_columns() {
   return columns;
 }
 
-std::vector<PaddedWidth> parse_padded_lengths(const std::string& cell) {
-  const std::string col = "padded_lengths";
-  std::vector<PaddedWidth> out;
-  std::stringstream ss(cell);
-  std::string item;
-  while (std::getline(ss, item, ';')) {
-    const size_t colon = item.find(':');
-    if (colon == std::string::npos)
-      bad(col, "expected width:count pairs separated by ';' (512:3;1024:13), got '" + item + "'");
-    PaddedWidth w{whole(col, item.substr(0, colon), 1, "a width"), whole(col, item.substr(colon + 1), 1, "a count")};
-    if (!out.empty() && w.width <= out.back().width)
-      bad(col, "widths must be ascending and each given once: " + std::to_string(w.width) + " after " +
-                   std::to_string(out.back().width));
-    out.push_back(w);
+model::PaddedWidths parse_padded_lengths(const std::string& cell) {
+  try {
+    return model::parse_padded_widths(cell);
+  } catch (const InputError& e) {
+    bad("padded_lengths", e.what());
   }
-  if (out.empty() || cell.back() == ';') bad(col, "expected width:count pairs separated by ';', got '" + cell + "'");
-  return out;
+  return {};
 }
 
-std::string padded_lengths_cell(const std::vector<PaddedWidth>& widths) {
-  std::string cell;
-  for (const PaddedWidth& w : widths)
-    cell += (cell.empty() ? "" : ";") + std::to_string(w.width) + ":" + std::to_string(w.count);
-  return cell;
-}
+std::string padded_lengths_cell(const model::PaddedWidths& widths) { return model::format_padded_widths(widths); }
 
 void read_run_columns(const std::function<std::string(const std::string&)>& get, Measurement& m) {
   m.device = get("device");
@@ -108,8 +93,8 @@ void read_run_columns(const std::function<std::string(const std::string&)>& get,
   const int64_t seq_len = m.workload.train.seq_len;
   if (!get("padded_lengths").empty()) {
     m.padded_lengths = parse_padded_lengths(get("padded_lengths"));
-    if (m.padded_lengths.back().width != seq_len)
-      bad("padded_lengths", "the largest width, " + std::to_string(m.padded_lengths.back().width) +
+    if (m.padded_lengths.back().width_tokens != seq_len)
+      bad("padded_lengths", "the largest width, " + std::to_string(m.padded_lengths.back().width_tokens) +
                                 ", must be the row's seq_len, " + std::to_string(seq_len) +
                                 " (seq_len is the largest padded width the model saw)");
     if (m.collation == "fixed" && m.padded_lengths.size() > 1)

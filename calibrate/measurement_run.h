@@ -25,10 +25,11 @@ void read_run_columns(const std::function<std::string(const std::string&)>& get,
 /// The cells of `m`'s run columns, in run_columns()'s order ("" where not recorded).
 std::vector<std::string> run_cells(const Measurement& m);
 
-/// "512:3;1024:13" -> {{512,3},{1024,13}}; throws ConfigError saying what is wrong.
-std::vector<PaddedWidth> parse_padded_lengths(const std::string& cell);
+/// "512:3;1024:13" -> {{512,3},{1024,13}} (model::parse_padded_widths); throws ConfigError
+/// "column padded_lengths: ..." saying what is wrong.
+model::PaddedWidths parse_padded_lengths(const std::string& cell);
 /// The inverse of parse_padded_lengths.
-std::string padded_lengths_cell(const std::vector<PaddedWidth>& widths);
+std::string padded_lengths_cell(const model::PaddedWidths& widths);
 
 /// Where the config file a row's `model` names is: an absolute path as it is; a relative one
 /// against `rows_dir` (the rows file's directory, so the file and its configs move together),

@@ -18,11 +18,13 @@
 #include <c10/cuda/CUDAGuard.h>
 #endif
 
+#include "calibrate/length_sampler.h"
 #include "calibrate/lora_decoder.h"
 #include "calibrate/memory_meter.h"
 #include "calibrate/precision.h"
 #include "calibrate/run_checks.h"
 #include "calibrate/step_timer.h"
+#include "calibrate/token_batch.h"
 #include "model/error.h"
 
 namespace lorasim::calib {
@@ -104,26 +106,14 @@ struct Trainer::Impl {
         adapters, torch::optim::AdamWOptions(1e-4).weight_decay(0));
   }
 
-  // (b, s) token ids on the device, drawn on the host so runs are reproducible per seed.
-  torch::Tensor make_batch(int64_t b, int64_t s, std::mt19937_64& rng) const {
-    const int64_t vocab = workload.arch.vocab_size;
-    // The learnable pattern cycles through a few tokens: with frozen random weights a LoRA
-    // learns that within a few dozen steps (a full-vocabulary pattern barely moves the loss).
-    const int64_t cycle = std::min<int64_t>(vocab, 8);
-    std::uniform_int_distribution<int64_t> token(0, vocab - 1);
-    std::vector<int64_t> ids(static_cast<size_t>(b * s));
-    for (int64_t i = 0; i < b; ++i) {
-      const int64_t start = token(rng);
-      for (int64_t t = 0; t < s; ++t)
-        ids[static_cast<size_t>(i * s + t)] = data == Data::learnable ? (start + t) % cycle : token(rng);
-    }
-    return torch::tensor(ids, torch::kInt64).view({b, s}).to(device);
+  TokenBatch next_batch(int64_t b, int64_t s, LengthSampler* sampler, BatchRecord* record = nullptr) {
+    return next_token_batch(b, s, sampler, record, workload.arch.vocab_size, data == Data::learnable, data_rng, device);
   }
 
   // One micro-batch as HF's Trainer runs it: forward, loss / a, backward. No host sync.
-  torch::Tensor micro_batch(const torch::Tensor& input_ids, int64_t accumulation) {
-    const auto logits = model->forward(input_ids);  // (b, s, vocab)
-    const auto loss = LoraDecoderImpl::causal_lm_loss(logits, input_ids) / static_cast<double>(accumulation);
+  torch::Tensor micro_batch(const TokenBatch& batch, int64_t accumulation) {
+    const auto logits = model->forward(batch.ids);  // (b, s, vocab)
+    const auto loss = LoraDecoderImpl::causal_lm_loss(logits, batch.labels) / static_cast<double>(accumulation);
     loss.backward();
     return loss.detach();
   }
@@ -161,9 +151,10 @@ struct Trainer::Impl {
   // One optimizer step as HF's Trainer runs it: `a` micro-batches of forward, loss / a and
   // backward, the gradients accumulating in .grad, then AdamW and zero_grad. No host sync
   // inside the step; the timer marks its phases.
-  StepTiming train_step(const RunSpec& spec, int64_t b, int64_t a, int64_t s) {
-    std::vector<torch::Tensor> batches;  // a x (b, s), drawn before the clock starts
-    for (int64_t i = 0; i < a; ++i) batches.push_back(make_batch(b, s, data_rng));
+  StepTiming train_step(const RunSpec& spec, int64_t b, int64_t a, int64_t s, LengthSampler* sampler,
+                        BatchRecord* record = nullptr) {
+    std::vector<TokenBatch> batches;  // a x (b, s), drawn before the clock starts
+    for (int64_t i = 0; i < a; ++i) batches.push_back(next_batch(b, s, sampler, record));
     auto loss_sum = torch::zeros({}, torch::TensorOptions().device(device).dtype(torch::kFloat32));
     StepTimer timer(info.is_cuda, device.has_index() ? device.index() : 0);
     timer.start();
@@ -200,14 +191,15 @@ struct Trainer::Impl {
   // Host dispatch vs device execution of one micro-batch. The GPU is kept busy by a sleep
   // kernel while the host enqueues the whole micro-batch, so the host time is pure dispatch
   // and the events (e0 completes when the sleep ends) bracket pure GPU execution.
-  void measure_host_device(const RunSpec& spec, int64_t b, int64_t a, int64_t s, int repeats, RunResult& r) {
+  void measure_host_device(const RunSpec& spec, int64_t b, int64_t a, int64_t s, int repeats, LengthSampler* sampler,
+                           RunResult& r) {
 #ifdef LORASIM_TORCH_CUDA
     const double rate = sleep_rate();
     double expected_host_s = std::max(r.micro_batch_time_s, 1e-3);  // wall >= host
     std::vector<double> host, dev;
     for (int rep = 0; rep < repeats; ++rep) {
       check_stop(spec);
-      const auto ids = make_batch(b, s, data_rng);
+      const TokenBatch ids = next_batch(b, s, sampler);
       bool measured = false;
       for (int attempt = 0; attempt < 2 && !measured; ++attempt) {
         const double sleep_s = (attempt == 0 ? 2.0 : 6.0) * expected_host_s;
@@ -236,7 +228,7 @@ struct Trainer::Impl {
     r.host_time_s = median(host);
     r.device_time_s = median(dev);
 #else
-    (void)spec, (void)b, (void)a, (void)s, (void)repeats, (void)r;
+    (void)spec, (void)b, (void)a, (void)s, (void)repeats, (void)sampler, (void)r;
 #endif
   }
 
@@ -248,13 +240,20 @@ struct Trainer::Impl {
       throw InputError("a run needs warmup_steps >= 0 and measure_steps >= 1");
     if (spec.memory_limit_bytes < 0) throw InputError("memory_limit_bytes must be 0 (none) or positive");
 
-    const int64_t b = spec.micro_batch, a = spec.accumulation, s = spec.workload.train.seq_len;
+    // Data of many lengths: micro-batches from the sampler, at most its widest; s bounds them.
+    std::unique_ptr<LengthSampler> sampler;
+    if (spec.workload.train.lengths)
+      sampler = std::make_unique<LengthSampler>(*spec.workload.train.lengths, spec.workload.train.padding,
+                                                spec.data_seed);
+    const int64_t b = spec.micro_batch, a = spec.accumulation;
+    const int64_t s = sampler ? sampler->max_width_tokens() : spec.workload.train.seq_len;
     RunResult r;
     r.micro_batch = b;
     r.accumulation = a;
     r.seq_len = s;
     r.num_layers = workload.arch.num_layers;
     r.precision = workload.train.precision;
+    if (sampler) r.collation = model::padding_name(spec.workload.train.padding);
     // Refused as an out-of-memory before anything is allocated: past what the machine has, a
     // CPU run is not refused by an allocator but killed by the kernel.
     model::Workload run_w = workload;
@@ -279,10 +278,11 @@ struct Trainer::Impl {
       synchronize();
       memory->release_cache();
       memory->reset_peak();
-      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(spec, b, a, s).loss);
+      for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(spec, b, a, s, sampler.get()).loss);
       std::vector<double> step_s, micro_s, opt_s;
+      BatchRecord timed;
       for (int i = 0; i < spec.measure_steps; ++i) {
-        const StepTiming t = train_step(spec, b, a, s);
+        const StepTiming t = train_step(spec, b, a, s, sampler.get(), &timed);
         step_s.push_back(t.step_s);
         micro_s.insert(micro_s.end(), t.micro_batch_s.begin(), t.micro_batch_s.end());
         opt_s.push_back(t.optimizer_s);
@@ -293,10 +293,15 @@ struct Trainer::Impl {
       r.step_time_s = median(step_s);
       r.micro_batch_time_s = median(micro_s);
       r.optimizer_time_s = median(opt_s);
+      if (sampler) {
+        r.padded_lengths = timed.widths.widths();
+        r.real_tokens = timed.real_tokens / static_cast<double>(model::micro_batch_count(r.padded_lengths));
+        r.seq_len = model::largest_width_tokens(r.padded_lengths);
+      }
       if (!info.is_cuda)
         r.device_time_s = r.micro_batch_time_s;  // one thread does both: no split to measure
       else if (spec.split_host_device)
-        measure_host_device(spec, b, a, s, std::max(5, spec.measure_steps), r);  // host time is noisy
+        measure_host_device(spec, b, a, s, std::max(5, spec.measure_steps), sampler.get(), r);  // host time is noisy
     } catch (const c10::Error& e) {
       if (!is_out_of_memory(e.what()) && dynamic_cast<const c10::OutOfMemoryError*>(&e) == nullptr)
         throw CalibrationError(std::string("training step failed on ") + info.spec + ": " +
@@ -363,9 +368,12 @@ std::vector<float> Trainer::accumulated_gradients(int64_t micro_batch, int64_t a
   Impl& m = *impl_;
   m.clear_gradients();
   std::mt19937_64 rng(data_seed);
-  const auto all = m.make_batch(micro_batch * accumulation, seq_len, rng);  // (b * a, s)
-  for (int64_t i = 0; i < accumulation; ++i)
-    m.micro_batch(all.narrow(0, i * micro_batch, micro_batch), accumulation);
+  const auto all = random_token_ids(micro_batch * accumulation, seq_len, m.workload.arch.vocab_size,
+                                    m.data == Data::learnable, rng, m.device);  // (b * a, s)
+  for (int64_t i = 0; i < accumulation; ++i) {
+    const auto ids = all.narrow(0, i * micro_batch, micro_batch);
+    m.micro_batch({ids, ids}, accumulation);
+  }
   std::vector<float> out;
   for (const auto& p : m.adapters) {
     const auto g = (p.grad().defined() ? p.grad() : torch::zeros_like(p))

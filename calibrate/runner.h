@@ -36,6 +36,11 @@ struct RunSpec {
   /// Polled before every micro-batch (warm-up included): when it returns true the run stops
   /// and throws RunInterrupted. An interrupt then waits for one micro-batch at most.
   std::function<bool()> should_stop;
+  /// Data of many lengths: with workload.train.lengths set, every micro-batch's sequences are
+  /// drawn from them (calibrate/length_sampler.h, seeded by this) and right-padded to the
+  /// collation's width (workload.train.padding: longest, multiple:N or max_length) with labels
+  /// -100 on the pads; causal attention keeps right pads out of every real token's view.
+  uint64_t data_seed = 0;
 };
 
 /// Owns one model on one device; reusable across many runs (building a model is expensive).

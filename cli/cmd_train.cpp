@@ -2,14 +2,19 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "calibrate/convert.h"
+#include "calibrate/length_sampler.h"
 #include "calibrate/measurement.h"
+#include "calibrate/measurement_io.h"
 #include "calibrate/precision.h"
 #include "calibrate/runner.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/describe.h"
 #include "cli/format.h"
+#include "cli/lengths_args.h"
 #include "cli/memory_limit.h"
+#include "cli/output_path.h"
 
 namespace lorasim::cli {
 
@@ -17,8 +22,10 @@ int cmd_train(const Args& args) {
   WorkloadArgs wa;
   wa.stack.stack = "lorasim";  // what `train` runs
   std::string device = "auto", format = "table";
-  int64_t micro = 1, accum = 1, steps = 10, warmup = 1;
+  int64_t micro = 1, accum = 1, steps = 10, warmup = 1, seed = 0;
   MemoryLimitArgs memory;
+  LengthsArgs lengths;
+  std::string save;
   OptionTable t;
   t.text("device", device, "auto, cpu, cuda or cuda:N")
       .quantity("device")
@@ -29,24 +36,42 @@ int cmd_train(const Args& args) {
   add_workload_options(t, wa);
   add_memory_limit_options(t, memory, "cap device memory, e.g. 20GiB");
   t.text("format", format, "table or json");
+  add_lengths_options(t, lengths);
+  t.integer("seed", seed, 0, "seeds the random weights and tokens and, with --lengths, the order of the sequences")
+      .path("save-measurements", save, "also write the run as a measurement row to this .csv (docs/measurements.md)");
   if (!t.parse(args)) {
     std::cout << "usage: lorasim train [options]\n\n"
                  "Runs real LoRA training steps (random weights and tokens: speed and memory do not\n"
                  "depend on the values) and reports the measured step time and peak memory.\n\n"
                  "examples:\n"
                  "  lorasim train --device cuda --model qwen3-1.7b --micro-batch 4 --accum 4 --seq-len 512 --steps 50\n"
-                 "  lorasim train --device cpu --model tiny --micro-batch 2 --accum 2 --seq-len 64\n\n"
+                 "  lorasim train --device cpu --model tiny --micro-batch 2 --accum 2 --seq-len 64\n"
+                 "  lorasim train --device cuda --model qwen3-1.7b --micro-batch 4 --accum 4 --lengths lengths.csv \\\n"
+                 "                --padding longest --max-length 1024 --seed 1 --save-measurements run.csv\n\n"
+                 "With --lengths, each micro-batch holds sequences drawn from the file (a seeded random order\n"
+                 "without replacement) right-padded to the --padding width, labels -100 on the pads; the row\n"
+                 "records the width of every timed micro-batch (padded_lengths, docs/lengths.md).\n\n"
               << t.description() << "\n";
     return kOk;
   }
   const Format fmt = parse_format(format);
   if (fmt == Format::csv) throw InputError("--format: train prints table or json, not csv");
   require_runner_stack(build_stack(wa.stack), "train");
+  const bool with_lengths = lengths_given(t);
+  if (with_lengths && lengths.group_by_length)
+    throw InputError("--group-by-length: lorasim's runner draws micro-batches at random; drop it (simulate and "
+                     "recommend model it)");
+  check_outputs({{"--save-measurements", save, ".csv"}}, {{"--lengths", lengths.file, ""}});
   const calib::DeviceInfo dev = calib::resolve_device(device);
   const calib::PrecisionChoice precision = calib::resolve_precision(wa.precision, dev);
   calib::RunSpec spec;
   spec.workload = build_workload(wa, dev.bf16_supported);
   spec.workload.train.precision = precision.precision;
+  if (with_lengths) {
+    apply_lengths(lengths, spec.workload);
+    calib::require_padded_collation(spec.workload.train.padding);
+  }
+  spec.data_seed = static_cast<uint64_t>(seed);
   if (!precision.note.empty()) std::cerr << "note: " << precision.note << "\n";
   spec.micro_batch = micro;
   spec.accumulation = accum;
@@ -56,10 +81,15 @@ int cmd_train(const Args& args) {
   spec.memory_limit_bytes = checked_memory_limit(memory, dev.total_memory_bytes, dev.name);
 
   std::cerr << "building " << spec.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
-  calib::Trainer trainer(spec.workload, dev.spec);
+  calib::Trainer trainer(spec.workload, dev.spec, static_cast<uint64_t>(seed));
   std::cerr << "training " << spec.warmup_steps << " warm-up + " << spec.measure_steps << " measured steps of "
             << spec.micro_batch << " x " << spec.accumulation << "...\n";
   const calib::RunResult r = trainer.run(spec);
+  if (!save.empty()) calib::write_measurements_csv({calib::to_measurement(spec.workload, r)}, save);
+  // Tokens of the data per step: the real ones on data of many lengths, every row's otherwise.
+  const double tokens_per_micro_batch = r.collation.empty()
+                                            ? static_cast<double>(spec.micro_batch * spec.workload.train.seq_len)
+                                            : r.real_tokens;
 
   nlohmann::json j = {{"device", dev.name}, {"workload", workload_json(spec.workload)},
                       {"micro_batch", spec.micro_batch}, {"accumulation", spec.accumulation}, {"oom", r.oom}};
@@ -71,10 +101,15 @@ int cmd_train(const Args& args) {
     j["device_time_s"] = calib::measured(r.device_time_s) ? nlohmann::json(r.device_time_s) : nlohmann::json(nullptr);
     j["peak_allocated_bytes"] = r.peak_allocated_bytes;
     j["peak_reserved_bytes"] = r.peak_reserved_bytes;
-    j["tokens_per_s"] = static_cast<double>(spec.micro_batch * spec.accumulation * spec.workload.train.seq_len) / r.step_time_s;
+    j["tokens_per_s"] = tokens_per_micro_batch * static_cast<double>(spec.accumulation) / r.step_time_s;
     j["losses"] = r.losses;
   } else {
     j["error"] = r.error;
+  }
+  if (!r.collation.empty()) {
+    j["collation"] = r.collation;
+    j["padded_lengths"] = model::format_padded_widths(r.padded_lengths);
+    j["real_tokens"] = r.oom ? nlohmann::json(nullptr) : nlohmann::json(r.real_tokens);
   }
   if (fmt == Format::json) {
     std::cout << j.dump(2) << "\n";
@@ -86,6 +121,9 @@ int cmd_train(const Args& args) {
               << "split:           micro-batch " << spec.micro_batch << " x accumulation " << spec.accumulation << "\n"
               << "step time:       " << human_seconds(r.step_time_s) << " (median of " << spec.measure_steps << ")\n"
               << "micro-batch:     " << human_seconds(r.micro_batch_time_s);
+    if (!r.collation.empty())
+      std::cout << " (" << r.collation << " padding; widths " << model::format_padded_widths(r.padded_lengths)
+                << ", " << fixed(r.real_tokens, 1) << " real tokens each)";
     if (calib::measured(r.host_time_s))
       std::cout << " (host dispatch " << human_seconds(r.host_time_s) << ", device " << human_seconds(r.device_time_s) << ")";
     std::cout << "\noptimizer step:  " << human_seconds(r.optimizer_time_s) << "\n"

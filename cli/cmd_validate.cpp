@@ -23,6 +23,7 @@
 #include "cli/format.h"
 #include "cli/forward.h"
 #include "cli/hardware_args.h"
+#include "cli/lengths_args.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
 #include "cli/row_device.h"
@@ -48,6 +49,7 @@ struct ValidateArgs {
   std::string measurements;      ///< a measurement file instead of live runs
   std::string save, plot;        ///< output paths, empty for none
   bool allow_device_mismatch = false;  ///< --measurements of another device than --gpu/--profile's
+  LengthsArgs lengths;           ///< with --measurements: the data of rows without padded_lengths
 };
 
 void validate_options(OptionTable& t, ValidateArgs& a) {
@@ -69,6 +71,7 @@ void validate_options(OptionTable& t, ValidateArgs& a) {
       .toggle("allow-device-mismatch", a.allow_device_mismatch,
               "with --measurements: compare rows of one device with --gpu/--profile of another (default: refused; "
               "without --gpu/--profile the rows' device picks the profile)");
+  add_lengths_options(t, a.lengths);
 }
 
 void print_help(const OptionTable& t) {
@@ -82,7 +85,10 @@ void print_help(const OptionTable& t) {
                "  lorasim validate --profile my-h200.toml --device cuda --model qwen3-1.7b --effective-batch 16 --seq-len 512 --steps 8\n"
                "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
                "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n"
-               "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n\n"
+               "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n"
+               "  lorasim validate --measurements sft-runs.jsonl --gpu h200 --lengths lengths.csv --padding longest\n\n"
+               "A row with padded_lengths (each timed micro-batch's padded width) is predicted from those\n"
+               "widths; --lengths predicts the rows without one from the data's lengths (docs/lengths.md).\n\n"
             << t.description() << "\n";
 }
 
@@ -311,13 +317,18 @@ int cmd_validate(const Args& args) {
   else if (a.allow_device_mismatch)
     throw InputError("--allow-device-mismatch compares a --measurements file with another device's profile; "
                      "live runs warn instead: drop it or give --measurements");
+  const bool lengths = lengths_given(t);
+  if (lengths && a.measurements.empty())
+    throw InputError("validate --lengths predicts the rows of a measurement file: add --measurements FILE (live "
+                     "runs on a lengths file are `lorasim train --lengths`)");
   check_outputs({{"--save-measurements", a.save, ".csv"}, {"--plot", a.plot, ".svg"}},
-                {{"--measurements", a.measurements, ""}, {"--profile", a.hardware.profile, ""},
+                {{"--measurements", a.measurements, ""}, {"--lengths", a.lengths.file, ""}, {"--profile", a.hardware.profile, ""},
                  {"--model-config", a.workload.model_config, ""}});
   const hw::Profile profile = a.measurements.empty() ? select_profile(a.hardware) : measurements_profile(a);
   const int64_t memory_limit_bytes = checked_memory_limit(a.memory, profile.hw.memory_bytes, profile.hw.display_name);
   if (!a.measurements.empty())
-    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot);
+    return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot,
+                                 lengths ? &a.lengths : nullptr);
   // Refused here, before LibTorch loads and a model is built.
   if (!a.splits.empty()) parse_splits(a.splits, a.effective_batch);
   require_runner_stack(build_stack(a.workload.stack), "validate");

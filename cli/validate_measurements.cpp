@@ -1,7 +1,9 @@
 #include "cli/validate_measurements.h"
 
+#include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "calibrate/compare.h"
@@ -11,6 +13,8 @@
 #include "cli/format.h"
 #include "cli/split_charts.h"
 #include "model/error.h"
+#include "simulator/lengths_sim.h"
+#include "simulator/measured_lengths.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -59,20 +63,48 @@ nlohmann::json compared_split_json(const calib::ComparedSplit& c) {
           {"measured_oom", c.measured_oom}};
 }
 
+namespace {
+
+// Rows with a histogram of widths group by their collation rather than seq_len (their largest
+// width, which differs between splits of one data set).
+std::string group_key(const calib::Measurement& m) {
+  std::string k = calib::workload_label(m);
+  if (m.padded_lengths.empty()) return k;
+  const std::string s = " s=" + std::to_string(m.workload.train.seq_len) + " ";
+  const size_t at = k.find(s);
+  if (at != std::string::npos)
+    k.replace(at, s.size(), " padding=" + (m.collation.empty() ? std::string("recorded") : m.collation) + " ");
+  return k;
+}
+
+// What a row's prediction came from: its sequence length, --lengths, or its own histogram.
+const char* predicted_from(const calib::Measurement& m, const LengthsArgs* lengths) {
+  if (!m.padded_lengths.empty()) return "padded_lengths";
+  return lengths ? "lengths_file" : "seq_len";
+}
+
+}  // namespace
+
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
-                          int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path) {
+                          int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path,
+                          const LengthsArgs* lengths) {
   const std::vector<calib::Measurement> rows = calib::load_measurements(path);
   std::vector<std::string> order;
   std::map<std::string, std::vector<const calib::Measurement*>> groups;
+  bool any_lengths = lengths != nullptr;
   for (const auto& m : rows) {
-    const std::string k = calib::workload_label(m);
+    const std::string k = group_key(m);
     if (!groups.count(k)) order.push_back(k);
     groups[k].push_back(&m);
+    any_lengths = any_lengths || !m.padded_lengths.empty();
   }
   std::vector<calib::ComparedSplit> all;
   std::vector<SplitChart> charts;
   nlohmann::json jgroups = nlohmann::json::array();
-  Table t({"workload", "micro", "accum", "step pred", "step meas", "err", "reserved pred", "reserved meas", "err"});
+  std::vector<std::string> header = {"workload", "micro", "accum", "step pred", "step meas", "err",
+                                     "reserved pred", "reserved meas", "err"};
+  if (any_lengths) header.push_back("predicted from");
+  Table t(header);
   double worst_regret = 0, worst_regret_any = 0;
   int recommended_oom = 0;
   for (const auto& k : order) {
@@ -83,9 +115,9 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     req.effective_batch = g.front()->micro_batch * g.front()->accumulation;
     req.memory_limit_bytes = memory_limit_bytes;
     req.safety_margin = safety_margin;
-    const sim::Result pred = [&] {
+    const auto predict = [&](const std::function<sim::Result()>& run) {
       try {
-        return sim::simulate(req);
+        return run();
       } catch (const InputError& e) {
         // The workload is the file's, not a flag's: no --precision to point at (validate refuses
         // it beside --measurements), so say what the file or the profile can change.
@@ -97,27 +129,52 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
         if (!e.quantity().empty()) throw InputError(path + ": the runs " + k + ": " + e.what());
         throw;
       }
-    }();
+    };
+    // The group's prediction for rows without a histogram: of their seq_len, or of --lengths.
+    std::optional<sim::Result> group_pred;
+    const auto group_prediction = [&]() -> const sim::Result& {
+      if (!group_pred)
+        group_pred = predict([&] {
+          if (!lengths) return sim::simulate(req);
+          sim::Request lr = req;
+          apply_lengths(*lengths, lr.workload);
+          return sim::simulate_lengths(lr, lengths_options(*lengths)).result;
+        });
+      return *group_pred;
+    };
+    std::optional<sim::Result> pred;  // the last prediction, for the chart's limits
     std::vector<calib::ComparedSplit> cs;
+    std::vector<std::string> froms;  // parallel to cs
     for (const calib::Measurement* m : g) {
-      const calib::ComparedSplit c = calib::compare_split(pred, *m);
+      if (m->padded_lengths.empty()) pred = group_prediction();
+      else pred = predict([&] { return sim::simulate_measured_widths(req, m->micro_batch, m->padded_lengths); });
+      const calib::ComparedSplit c = calib::compare_split(*pred, *m);
+      const char* from = predicted_from(*m, lengths);
       cs.push_back(c);
       all.push_back(c);
       const bool ok = !c.measured_oom;
       const bool mem = ok && calib::measured(c.measured_reserved_bytes);
-      t.add({k, std::to_string(c.micro_batch), std::to_string(c.accumulation), human_seconds(c.predicted_step_time_s),
-             ok ? human_seconds(c.measured_step_time_s) : "OOM", ok ? fixed(100 * c.step_time_error(), 1) + "%" : "-",
-             human_bytes(c.predicted_reserved_bytes), mem ? human_bytes(c.measured_reserved_bytes) : "-",
-             mem ? fixed(100 * c.reserved_error(), 1) + "%" : "-"});
+      std::vector<std::string> cells = {
+          k, std::to_string(c.micro_batch), std::to_string(c.accumulation), human_seconds(c.predicted_step_time_s),
+          ok ? human_seconds(c.measured_step_time_s) : "OOM", ok ? fixed(100 * c.step_time_error(), 1) + "%" : "-",
+          human_bytes(c.predicted_reserved_bytes), mem ? human_bytes(c.measured_reserved_bytes) : "-",
+          mem ? fixed(100 * c.reserved_error(), 1) + "%" : "-"};
+      if (any_lengths) cells.push_back(from);
+      t.add(cells);
+      froms.push_back(from);
     }
     const calib::ComparisonSummary s = calib::summarize(cs);
-    charts.push_back(comparison_chart(req.workload, req.effective_batch, profile, pred, cs, "measured in " + path));
+    charts.push_back(comparison_chart(req.workload, req.effective_batch, profile, *pred, cs, "measured in " + path));
     worst_regret = std::max(worst_regret, s.regret);
     worst_regret_any = std::max(worst_regret_any, s.regret_any);
     recommended_oom += s.recommended_oom ? 1 : 0;
     nlohmann::json jg = {{"workload", k}, {"stack", stack_json(req.workload.stack)}, {"regret", s.regret}, {"regret_any", s.regret_any}, {"recommended_oom", s.recommended_oom},
                          {"recommended_was_fastest", s.recommended_was_fastest}, {"splits", nlohmann::json::array()}};
-    for (const auto& c : cs) jg["splits"].push_back(compared_split_json(c));
+    for (size_t i = 0; i < cs.size(); ++i) {
+      nlohmann::json js = compared_split_json(cs[i]);
+      if (any_lengths) js["predicted_from"] = froms[i];
+      jg["splits"].push_back(js);
+    }
     jgroups.push_back(jg);
   }
   const calib::ComparisonSummary total = calib::summarize(all);
@@ -141,16 +198,20 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
   if (format == Format::csv) {
     std::cout << "workload,micro_batch,accumulation,predicted_step_time_s,measured_step_time_s,step_time_error,"
                  "predicted_peak_reserved_bytes,measured_peak_reserved_bytes,reserved_error,"
-                 "predicted_worst_reserved_bytes,predicted_step_time_low_s,predicted_step_time_high_s\n";
+                 "predicted_worst_reserved_bytes,predicted_step_time_low_s,predicted_step_time_high_s"
+              << (any_lengths ? ",predicted_from\n" : "\n");
     // The workload label lists the LoRA targets with commas: quoted, as RFC 4180 has it.
     for (const auto& jg : jgroups)
-      for (const auto& s : jg["splits"])
+      for (const auto& s : jg["splits"]) {
         std::cout << quoted(jg["workload"].get<std::string>()) << ',' << s["micro_batch"] << ',' << s["accumulation"]
                   << ',' << s["predicted_step_time_s"] << ',' << s["measured_step_time_s"] << ','
                   << s["step_time_error"] << ',' << s["predicted_peak_reserved_bytes"] << ','
                   << s["measured_peak_reserved_bytes"] << ',' << s["reserved_error"] << ','
                   << s["predicted_worst_reserved_bytes"] << ',' << s["predicted_step_time_low_s"] << ','
-                  << s["predicted_step_time_high_s"] << '\n';
+                  << s["predicted_step_time_high_s"];
+        if (any_lengths) std::cout << ',' << s["predicted_from"].get<std::string>();
+        std::cout << '\n';
+      }
     return kOk;
   }
   std::cout << "profile:  " << profile_line(profile) << "\nmeasured: " << path << " (" << rows.size() << " runs, "

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <memory>
 #include <random>
 
 #include "model/cost_model.h"
@@ -14,6 +12,7 @@
 #include "model/lengths.h"
 #include "model/new_shapes.h"
 #include "model/training_stack.h"
+#include "simulator/padded_cost.h"
 
 namespace lorasim::sim {
 
@@ -32,29 +31,6 @@ constexpr int64_t kMaxDrawsPerSplit = 100000;
 constexpr int64_t kMinSampledSteps = 64;
 
 double uniform(std::mt19937_64& g) { return static_cast<double>(g() >> 11) * 0x1.0p-53; }
-
-/// One micro-batch's times at each padded row length, built on first use.
-class CostCache {
- public:
-  CostCache(const model::Workload& w, const model::HardwareModel& hw) : w_(w), hw_(hw) {
-    w_.train.lengths.reset();
-    w_.train.padding = model::Padding{};
-  }
-  const model::CostModel& at(int64_t row_tokens) {
-    auto it = models_.find(row_tokens);
-    if (it == models_.end()) {
-      model::Workload w = w_;
-      w.train.seq_len = row_tokens;
-      it = models_.emplace(row_tokens, std::make_unique<model::CostModel>(w, hw_)).first;
-    }
-    return *it->second;
-  }
-
- private:
-  model::Workload w_;
-  model::HardwareModel hw_;
-  std::map<int64_t, std::unique_ptr<model::CostModel>> models_;
-};
 
 /// Draws the row length of random micro-batches of `b` sequences of one split.
 class RowSampler {
@@ -168,7 +144,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   Result& res = out.result;
   std::vector<std::string> notes;
   // The notes that rest on the splits' figures are made again below from the lengths' figures.
-  CostCache cache(r.workload, r.hardware);
+  PaddedLengthCosts cache(r.workload, r.hardware);
   const std::string host_bound_note = model::training_stack(r.workload.stack.kind)
                                           .host_bound_note(percent(cache.at(1).model().c.host_spread));
   for (const auto& n : res.notes)
@@ -182,8 +158,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   const model::Coefficients& coef = cache.at(1).model().c;
   const double share = varying ? varying_shape_share(coef, allocator, false) : 0;
   const double share_bound = varying ? varying_shape_share(coef, allocator, true) : 0;
-  // The model's static bytes: what a one-token micro-batch holds.
-  const double static_bytes = cache.at(1).memory(1).peak_allocated_bytes;
+  const double static_bytes = cache.static_bytes();
   out.rows_per_epoch = model::rows_per_epoch(d, padding);
   const int64_t steps_per_epoch = (out.rows_per_epoch + r.effective_batch - 1) / r.effective_batch;
 

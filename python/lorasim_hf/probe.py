@@ -1,6 +1,7 @@
 """Short real Hugging Face + PEFT training steps for `lorasim calibrate --stack hf-peft`.
 
     python3 -m lorasim_hf.probe --plan PLAN.json
+    python3 -m lorasim_hf.probe --plan PLAN.json --lengths lengths.csv --padding longest --seed 0
 
 Each planned run trains a PEFT LoRA model built from its config (random weights, truncated to
 `num_layers`) on random tokens, one optimizer step at a time exactly as transformers' `Trainer`
@@ -9,6 +10,11 @@ when `autocast` (accelerate's mixed precision), the loss normalised by the token
 accumulation window (`num_items_in_batch`), backward (through a GradScaler for fp16), the
 per-micro-batch NaN check Trainer makes (a device sync), clipping to max_grad_norm 1.0, the
 default optimizer (fused AdamW, lr 5e-5) and linear schedule, `model.zero_grad()`.
+
+With --lengths, each micro-batch holds sequences drawn from the file (lorasim_hf.length_batches:
+a seeded order without replacement, right-padded with pad id 0, attention_mask, labels -100) and
+each row records the timed micro-batches' collation, padded_lengths and real_tokens, seq_len
+being the largest width.
 
 stdout: one JSON Lines measurement row per run (docs/measurements.md), flushed as each ends;
 stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized);
@@ -24,6 +30,7 @@ import statistics
 import sys
 import time
 
+from lorasim_hf import length_batches
 from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.rows import check_row, json_line, targets_cell
 from lorasim_hf.seen import device_columns
@@ -168,8 +175,9 @@ class Probe:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         return model, cfg.vocab_size
 
-    def run(self, model, vocab, run):
-        """One measurement row; raises torch.cuda.OutOfMemoryError through."""
+    def run(self, model, vocab, run, lengths=None):
+        """One measurement row; raises torch.cuda.OutOfMemoryError through. `lengths`: a
+        length_batches.LengthSampler the micro-batches are drawn from (None: random rows of seq_len)."""
         torch = self.torch
         b, a, s = run["micro_batch"], run["accumulation"], run["seq_len"]
         half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(run["precision"], torch.bfloat16)
@@ -187,8 +195,19 @@ class Probe:
         gen = torch.Generator().manual_seed(0)
         tr_loss = torch.zeros((), device=self.device)
 
-        def forward(ids, n_items):
-            inputs = {"input_ids": ids.to(self.device), "labels": ids.to(self.device)}
+        record = []  # the timed steps' length_batches.WidthRecord, with --lengths
+
+        def draw():
+            if lengths is None:
+                ids = torch.randint(0, vocab, (b, s), generator=gen)
+                return {"input_ids": ids, "labels": ids}
+            seqs, width = lengths.next(b)
+            if record:
+                record[0].add(width, sum(seqs))
+            return length_batches.collate(torch, seqs, width, vocab, gen)
+
+        def forward(batch, n_items):
+            inputs = {k: v.to(self.device) for k, v in batch.items()}
             if plain:
                 if not run["autocast"]:
                     return model(**inputs).loss / a
@@ -204,10 +223,10 @@ class Probe:
             return out["loss"]
 
         def step():
-            batches = [torch.randint(0, vocab, (b, s), generator=gen) for _ in range(a)]
+            batches = [draw() for _ in range(a)]
             if self.cuda:
-                batches = [x.pin_memory() for x in batches]
-            n_items = sum(x[..., 1:].ne(-100).sum() for x in batches).to(self.device)
+                batches = [{k: v.pin_memory() for k, v in x.items()} for x in batches]
+            n_items = sum(x["labels"][..., 1:].ne(-100).sum() for x in batches).to(self.device)
             ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)] if self.cuda else None
             self.sync()
             t0 = time.perf_counter()
@@ -251,8 +270,12 @@ class Probe:
             step()
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
+        if lengths is not None:
+            record.append(length_batches.WidthRecord(lengths.padding))
         times = [step() for _ in range(run["steps"])]
         row = self.workload_row(run)
+        if record:
+            row.update(record[0].columns(), seq_len=record[0].largest())
         row.update(oom=False, step_time_s=statistics.median(t[0] for t in times),
                    micro_batch_time_s=statistics.median(t[1] for t in times),
                    optimizer_time_s=statistics.median(t[2] for t in times),
@@ -283,8 +306,9 @@ def label(run):
             f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}")
 
 
-def run_plan(plan, out=sys.stdout, log=sys.stderr):
+def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
     """Measures every run of `plan` (a path or dict); returns (rows, failures). Rows go to `out` as they end.
+    `lengths`: a function of no argument giving each run a fresh length_batches.LengthSampler.
 
     Runs sharing a model are measured together (first appearance order), so each model is
     built once; every row names its whole workload.
@@ -318,12 +342,15 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr):
         t_build += time.perf_counter() - t0
         for i, r in groups[key]:
             row, error = None, None
+            sampler = lengths() if lengths else None
             try:
                 if model is None:
                     raise probe.torch.cuda.OutOfMemoryError("building the model")
-                row = probe.run(model, vocab, r)
+                row = probe.run(model, vocab, r, sampler)
             except probe.torch.cuda.OutOfMemoryError:
                 row = dict(probe.workload_row(r), oom=True)
+                if sampler:
+                    row.update(collation=sampler.padding, seq_len=length_batches.max_width(sampler))
             except Exception as e:
                 error = f"{type(e).__name__}: {e}"
             if model is not None:
@@ -333,8 +360,10 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr):
                 failures += 1
                 print(f"[{i}/{len(runs)}] {label(r)}: error: {error}", file=log, flush=True)
                 continue
+            row, extra = length_batches.split_length_columns(row)
             row = check_row(row)  # None (not measured) dropped, as in the line written
-            out.write(json_line(row) + "\n")
+            out.write(length_batches.with_columns(json_line(row), extra) + "\n")
+            row.update(extra)
             out.flush()
             rows.append(row)
             print(f"[{i}/{len(runs)}] {label(r)}: {progress(row)}", file=log, flush=True)
@@ -357,9 +386,24 @@ def progress(row):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m lorasim_hf.probe", description=__doc__.split("\n\n")[0])
     ap.add_argument("--plan", required=True, help="plan JSON written by `lorasim calibrate --stack hf-peft`")
+    ap.add_argument("--lengths", help="train on sequences of these token lengths (a lengths file, docs/lengths.md)")
+    ap.add_argument("--padding", default="longest", help="with --lengths: longest, multiple:N or max_length")
+    ap.add_argument("--max-length", type=int, help="with --lengths: truncate sequences at this many tokens")
+    ap.add_argument("--seed", type=int, default=0, help="with --lengths: seeds the order of the sequences")
     args = ap.parse_args(argv)
+    lengths = None
     try:
-        _, failures = run_plan(args.plan)
+        if args.lengths:
+            seqs = length_batches.read_lengths(args.lengths)
+            length_batches.LengthSampler(seqs, args.padding, args.seed, args.max_length)  # refused before any run
+            lengths = lambda: length_batches.LengthSampler(seqs, args.padding, args.seed, args.max_length)  # noqa: E731
+        elif args.padding != "longest" or args.max_length is not None:
+            raise ValueError("--padding and --max-length need --lengths FILE")
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        _, failures = run_plan(args.plan, lengths=lengths)
     except MissingDependency as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
