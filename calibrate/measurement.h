@@ -37,6 +37,9 @@ struct Measurement {
   std::string collation;                     ///< fixed, longest, multiple:N, max_length, packed, padding-free
   model::PaddedWidths padded_lengths;        ///< the timed micro-batches per padded width, ascending
   double real_tokens = kNotMeasured;         ///< mean non-pad tokens per timed micro-batch
+  /// Micro-batches per timed step whose padded shape the process had not run before (each pays
+  /// the kernel choice for a new shape once: profile row new_shape_s).
+  double new_shapes_per_step = kNotMeasured;
   std::string model_config_sha256;           ///< SHA-256 of the config file `model` names
 };
 

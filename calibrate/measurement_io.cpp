@@ -33,7 +33,7 @@ const std::vector<std::string> kColumns = {
     "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
     // What describes the run (calibrate/measurement_run.h); absent in files written before them.
     "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
-    "model_config_sha256"};
+    "new_shapes_per_step", "model_config_sha256"};
 const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {

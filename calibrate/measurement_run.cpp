@@ -27,7 +27,7 @@ int64_t whole(const std::string& column, const std::string& text, int64_t min, c
   return v;
 }
 
-double positive(const std::string& column, const std::string& text) {
+double number(const std::string& column, const std::string& text, bool zero_allowed) {
   size_t used = 0;
   double v = 0;
   try {
@@ -35,10 +35,12 @@ double positive(const std::string& column, const std::string& text) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || !std::isfinite(v) || !(v > 0))
-    bad(column, "expected a positive number, got '" + text + "'");
+  if (used == 0 || used != text.size() || !std::isfinite(v) || !(zero_allowed ? v >= 0 : v > 0))
+    bad(column, std::string("expected a ") + (zero_allowed ? "non-negative" : "positive") + " number, got '" + text + "'");
   return v;
 }
+double positive(const std::string& column, const std::string& text) { return number(column, text, false); }
+double non_negative(const std::string& column, const std::string& text) { return number(column, text, true); }
 
 std::string number_cell(double v) {
   if (!measured(v)) return "";
@@ -63,7 +65,7 @@ void check_collation(const std::string& c) {
 const std::vector<std::string>& run_columns() {
   static const std::vector<std::string> columns = {"device",         "device_memory_bytes", "processes",
                                                    "collation",      "padded_lengths",      "real_tokens",
-                                                   "model_config_sha256"};
+                                                   "new_shapes_per_step", "model_config_sha256"};
   return columns;
 }
 
@@ -108,6 +110,12 @@ void read_run_columns(const std::function<std::string(const std::string&)>& get,
       bad("real_tokens", get("real_tokens") + " real tokens per micro-batch is more than micro_batch x seq_len = " +
                              number_cell(most) + ": no micro-batch holds that many");
   }
+  if (!get("new_shapes_per_step").empty()) {
+    m.new_shapes_per_step = non_negative("new_shapes_per_step", get("new_shapes_per_step"));
+    if (m.new_shapes_per_step > static_cast<double>(m.accumulation))
+      bad("new_shapes_per_step", get("new_shapes_per_step") + " new shapes per step is more than the step's " +
+                                     std::to_string(m.accumulation) + " micro-batches");
+  }
   const std::string hash = get("model_config_sha256");
   if (!hash.empty()) {
     check_sha256_cell(hash);
@@ -127,6 +135,7 @@ std::vector<std::string> run_cells(const Measurement& m) {
           m.collation,
           padded_lengths_cell(m.padded_lengths),
           number_cell(m.real_tokens),
+          number_cell(m.new_shapes_per_step),
           m.model_config_sha256};
 }
 

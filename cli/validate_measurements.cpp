@@ -147,7 +147,9 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     std::vector<std::string> froms;  // parallel to cs
     for (const calib::Measurement* m : g) {
       if (m->padded_lengths.empty()) pred = group_prediction();
-      else pred = predict([&] { return sim::simulate_measured_widths(req, m->micro_batch, m->padded_lengths); });
+      else pred = predict([&] { return sim::simulate_measured_widths(
+                             req, m->micro_batch, m->padded_lengths,
+                             calib::measured(m->new_shapes_per_step) ? m->new_shapes_per_step : 0.0); });
       const calib::ComparedSplit c = calib::compare_split(*pred, *m);
       const char* from = predicted_from(*m, lengths);
       cs.push_back(c);

@@ -9,7 +9,8 @@
 
 namespace lorasim::sim {
 
-Result simulate_measured_widths(const Request& r, int64_t micro_batch, const model::PaddedWidths& widths) {
+Result simulate_measured_widths(const Request& r, int64_t micro_batch, const model::PaddedWidths& widths,
+                                double new_shapes_per_step) {
   model::validate_padded_widths(widths);
   if (micro_batch < 1 || r.effective_batch % micro_batch != 0)
     throw InputError("micro-batch " + std::to_string(micro_batch) + " does not divide the effective batch " +
@@ -44,9 +45,10 @@ Result simulate_measured_widths(const Request& r, int64_t micro_batch, const mod
   const double host = first_host / count + rest * (acc_host / count) + opt.host_s;
   const double device = first_device / count + rest * (acc_device / count) + opt.device_s;
   const model::StepTime st = at_largest.step_of(host, device);
-  s.step_time_s = st.total_s;
-  s.step_time_low_s = st.low_s;
-  s.step_time_high_s = st.high_s;
+  const double new_shapes_s = at_largest.model().c.new_shape_s * new_shapes_per_step;
+  s.step_time_s = st.total_s + new_shapes_s;
+  s.step_time_low_s = st.low_s + new_shapes_s;
+  s.step_time_high_s = st.high_s + new_shapes_s;
   s.host_bound = st.host_bound;
   s.optimizer_time_s = s.host_bound ? opt.host_s : opt.device_s;
   s.micro_batch_time_s = first_total / count;

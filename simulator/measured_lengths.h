@@ -20,6 +20,9 @@ namespace lorasim::sim {
 /// r.workload's lengths and padding are ignored (the widths say what the tensors held).
 /// Throws InputError for an invalid request, a micro-batch that does not divide the effective
 /// batch, or an invalid histogram (model::validate_padded_widths).
-Result simulate_measured_widths(const Request& r, int64_t micro_batch, const model::PaddedWidths& widths);
+/// `new_shapes_per_step`: micro-batches per step whose shape the process met for the first time
+/// (a row's new_shapes_per_step); each adds the profile's new_shape_s to the step.
+Result simulate_measured_widths(const Request& r, int64_t micro_batch, const model::PaddedWidths& widths,
+                                double new_shapes_per_step = 0);
 
 }  // namespace lorasim::sim

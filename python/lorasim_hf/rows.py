@@ -19,13 +19,13 @@ COLUMNS = (
     "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
     # What describes the run (issue 17): where it ran and what the model saw.
     "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
-    "model_config_sha256",
+    "new_shapes_per_step", "model_config_sha256",
 )
 REQUIRED = ("model", "seq_len", "micro_batch")
 _INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "peak_allocated_bytes",
          "peak_reserved_bytes", "device_memory_bytes", "processes"}
 _FLOATS = {"lora_alpha", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s", "optimizer_time_s",
-           "lora_dropout", "real_tokens"}
+           "lora_dropout", "real_tokens", "new_shapes_per_step"}
 _BOOLS = {"grad_ckpt", "oom", "autocast", "fused_lm_head"}
 _CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim"),
             "attn_impl": ("sdpa", "eager", "flash_attention_2"), "allocator": ("default", "expandable"),

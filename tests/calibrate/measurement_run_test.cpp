@@ -75,7 +75,7 @@ TEST(MeasurementRunTest, ReadsEveryRunColumnFromCsvAndJsonl) {
   EXPECT_EQ(m.device_memory_bytes, 150754820096.0);
   EXPECT_EQ(m.processes, 1);
   EXPECT_EQ(m.collation, "longest");
-  EXPECT_EQ(m.padded_lengths, (std::vector<PaddedWidth>{{512, 3}, {1024, 13}}));
+  EXPECT_EQ(m.padded_lengths, (model::PaddedWidths{{512, 3}, {1024, 13}}));
   EXPECT_EQ(m.real_tokens, 4100.5);
   const auto jsonl = parse_measurements(
       "{\"model\": \"tiny\", \"seq_len\": 1000, \"micro_batch\": 1, \"step_time_s\": 0.5, \"device\": \"cpu\", "
@@ -84,7 +84,7 @@ TEST(MeasurementRunTest, ReadsEveryRunColumnFromCsvAndJsonl) {
   EXPECT_EQ(jsonl[0].device, "cpu");
   EXPECT_EQ(jsonl[0].processes, 2);
   EXPECT_EQ(jsonl[0].collation, "packed");
-  EXPECT_EQ(jsonl[0].padded_lengths, (std::vector<PaddedWidth>{{1000, 8}}));
+  EXPECT_EQ(jsonl[0].padded_lengths, (model::PaddedWidths{{1000, 8}}));
   // Left out: not recorded, one process.
   const auto old = parse_measurements(kHeader + "\ntiny,128,2,0.5\n", "csv", "m.csv");
   EXPECT_EQ(old[0].device, "");
@@ -104,18 +104,26 @@ TEST(MeasurementRunTest, MalformedRunColumnsAreRefusedWithTheirPlace) {
             "got 'sorted'");
   EXPECT_EQ(err("collation", "multiple:0"), "m.csv:3: column collation: expected multiple:N's N >= 1, got '0'");
   EXPECT_EQ(err("padded_lengths", "1024:13;512:3"),
-            "m.csv:3: column padded_lengths: widths must be ascending and each given once: 512 after 1024");
+            "m.csv:3: column padded_lengths: padded lengths: width 512 after 1024: list each width once, ascending");
   EXPECT_EQ(err("padded_lengths", "512:3;512:2;1024:1"),
-            "m.csv:3: column padded_lengths: widths must be ascending and each given once: 512 after 512");
+            "m.csv:3: column padded_lengths: padded lengths: width 512 after 512: list each width once, ascending");
   EXPECT_EQ(err("padded_lengths", "512:0;1024:1"),
-            "m.csv:3: column padded_lengths: expected a count >= 1, got '0'");
+            "m.csv:3: column padded_lengths: padded lengths: '512:0' is not width:count (two positive whole numbers, e.g. "
+            "1024:13)");
   EXPECT_EQ(err("padded_lengths", "-512:1;1024:1"),
-            "m.csv:3: column padded_lengths: expected a width as a whole number >= 1, got '-512'");
+            "m.csv:3: column padded_lengths: padded lengths: '-512:1' is not width:count (two positive whole numbers, e.g. "
+            "1024:13)");
   EXPECT_EQ(err("padded_lengths", "512;1024:1"),
-            "m.csv:3: column padded_lengths: expected width:count pairs separated by ';' (512:3;1024:13), got '512'");
+            "m.csv:3: column padded_lengths: padded lengths: '512' is not width:count (two positive whole numbers, e.g. "
+            "1024:13)");
   EXPECT_EQ(err("padded_lengths", "512:3;1000:13"),
             "m.csv:3: column padded_lengths: the largest width, 1000, must be the row's seq_len, 1024 (seq_len is "
             "the largest padded width the model saw)");
+  // kHeader's rows have accumulation 1: one micro-batch per step can meet one new shape at most.
+  EXPECT_EQ(err("new_shapes_per_step", "2"),
+            "m.csv:3: column new_shapes_per_step: 2 new shapes per step is more than the step's 1 micro-batches");
+  EXPECT_EQ(err("new_shapes_per_step", "-0.5"),
+            "m.csv:3: column new_shapes_per_step: expected a non-negative number, got '-0.5'");
   EXPECT_EQ(err("collation,padded_lengths", "fixed,512:3;1024:1"),
             "m.csv:3: column padded_lengths: collation fixed has one width, seq_len, but the row lists 2");
   EXPECT_EQ(err("real_tokens", "8193"),

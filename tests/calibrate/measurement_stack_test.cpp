@@ -128,12 +128,13 @@ TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
   std::string header;
   std::getline(in, header);
   const std::string tail = ",stack,attn_impl,lora_dropout,allocator,autocast,loop,fused_lm_head,device,"
-                           "device_memory_bytes,processes,collation,padded_lengths,real_tokens,model_config_sha256";
+                           "device_memory_bytes,processes,collation,padded_lengths,real_tokens,new_shapes_per_step,"
+                           "model_config_sha256";
   ASSERT_GE(header.size(), tail.size());
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   std::string first;
   std::getline(in, first);
-  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,";
+  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,";
   ASSERT_GE(first.size(), cells.size());
   EXPECT_EQ(first.substr(first.size() - cells.size()), cells);
   const auto back = load_measurements(dir / "runs.csv");

@@ -105,3 +105,16 @@ TEST(MeasuredLengthsTest, RefusesAMicroBatchOutsideTheBatchAndABrokenHistogram) 
   EXPECT_THROW(sim::simulate_measured_widths(r, 2, {{1024, 1}, {512, 1}}), InputError);
   EXPECT_THROW(sim::simulate_measured_widths(r, 2, {{512, 0}}), InputError);
 }
+
+TEST(MeasuredLengthsTest, EachNewShapeOfAStepAddsTheProfilesNewShapeCost) {
+  sim::Request r = request(16);
+  r.workload.stack = model::StackSpec{};  // hf-peft, whose new_shape_s was measured
+  const model::PaddedWidths widths = {{256, 6}, {512, 5}, {1024, 5}};
+  const sim::Result steady = sim::simulate_measured_widths(r, 2, widths);
+  const sim::Result fresh = sim::simulate_measured_widths(r, 2, widths, 1.5);
+  const double per_shape = model::resolve(r.hardware, model::StackKind::hf_peft).new_shape_s;
+  ASSERT_GT(per_shape, 0);
+  EXPECT_DOUBLE_EQ(fresh.splits[0].step_time_s, steady.splits[0].step_time_s + 1.5 * per_shape);
+  EXPECT_DOUBLE_EQ(fresh.splits[0].step_time_high_s, steady.splits[0].step_time_high_s + 1.5 * per_shape);
+  EXPECT_EQ(fresh.splits[0].peak_reserved_bytes, steady.splits[0].peak_reserved_bytes);  // time only
+}
