@@ -137,22 +137,6 @@ def pad_features(torch, features, padding="longest", max_length=None):
     return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
 
 
-LENGTH_COLUMNS = ("collation", "padded_lengths", "real_tokens")
-
-
-def split_length_columns(row):
-    """(row without the lengths columns, those columns): the row's own checks (rows.check_row)
-    see the rest; lorasim's reader checks these."""
-    return {k: v for k, v in row.items() if k not in LENGTH_COLUMNS}, {k: row[k] for k in LENGTH_COLUMNS if k in row}
-
-
-def with_columns(line, columns):
-    """A JSON Lines row (rows.json_line) with `columns` appended after its own."""
-    if not columns:
-        return line
-    return json.dumps({**json.loads(line), **columns})
-
-
 def max_width(sampler):
     """The widest a micro-batch of `sampler` can be."""
     return padded_width(sampler.padding, sampler.max_length, sampler.max_length)

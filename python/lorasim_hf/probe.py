@@ -276,11 +276,11 @@ class Probe:
         row = self.workload_row(run)
         if record:
             row.update(record[0].columns(), seq_len=record[0].largest())
+        else:  # random tokens of one length: every timed micro-batch b x s, all real
+            row.update(collation="fixed", padded_lengths={s: run["steps"] * a}, real_tokens=float(b * s))
         row.update(oom=False, step_time_s=statistics.median(t[0] for t in times),
                    micro_batch_time_s=statistics.median(t[1] for t in times),
-                   optimizer_time_s=statistics.median(t[2] for t in times),
-                   # random tokens of one length: every timed micro-batch b x s, all real
-                   collation="fixed", padded_lengths={s: run["steps"] * a}, real_tokens=float(b * s))
+                   optimizer_time_s=statistics.median(t[2] for t in times))
         if self.cuda:
             row.update(peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                        peak_reserved_bytes=torch.cuda.max_memory_reserved())
@@ -360,10 +360,8 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
                 failures += 1
                 print(f"[{i}/{len(runs)}] {label(r)}: error: {error}", file=log, flush=True)
                 continue
-            row, extra = length_batches.split_length_columns(row)
             row = check_row(row)  # None (not measured) dropped, as in the line written
-            out.write(length_batches.with_columns(json_line(row), extra) + "\n")
-            row.update(extra)
+            out.write(json_line(row) + "\n")
             out.flush()
             rows.append(row)
             print(f"[{i}/{len(runs)}] {label(r)}: {progress(row)}", file=log, flush=True)
