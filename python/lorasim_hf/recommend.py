@@ -21,6 +21,21 @@ class LorasimError(RuntimeError):
     """lorasim is missing, failed, or found no split that fits."""
 
 
+def run_json(cmd):
+    """The JSON a `lorasim ... --format json` command prints; LorasimError with its last error line."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise LorasimError(f"cannot run {cmd[0]}: {e}") from None
+    if proc.returncode != 0:
+        msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}").splitlines()[-1]
+        raise LorasimError(f"lorasim {cmd[1]} failed: {msg}")
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise LorasimError(f"lorasim {cmd[1]} --format json printed no JSON: {proc.stdout[:200]}") from None
+
+
 def find_lorasim(lorasim=None):
     """Path of the lorasim binary: the argument, else $LORASIM, else `lorasim` on PATH or in bin/ (pip install .)."""
     name = lorasim or os.environ.get("LORASIM") or "lorasim"
@@ -181,17 +196,7 @@ def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, 
                             lora_targets=lora_targets, precision=precision, stack=stack, attn_impl=attn_impl,
                             lora_dropout=lora_dropout, allocator=allocator, autocast=autocast,
                             fused_lm_head=fused_lm_head, memory_limit=memory_limit, safety_margin=safety_margin)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as e:
-        raise LorasimError(f"cannot run {cmd[0]}: {e}") from None
-    if proc.returncode != 0:
-        msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}").splitlines()[-1]
-        raise LorasimError(f"lorasim recommend failed: {msg}")
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        raise LorasimError("lorasim recommend --format json printed no JSON: " + proc.stdout[:200]) from None
+    result = run_json(cmd)
     best = result.get("recommended")
     if best is None:
         limit = result.get("usable_memory_bytes")

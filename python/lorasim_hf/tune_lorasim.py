@@ -5,22 +5,7 @@ import json
 import subprocess
 import warnings
 
-from lorasim_hf.recommend import LorasimError
-
-
-def run_json(cmd):
-    """The JSON a `lorasim ... --format json` command prints; LorasimError with its last error line."""
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as e:
-        raise LorasimError(f"cannot run {cmd[0]}: {e}") from None
-    if proc.returncode != 0:
-        msg = (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}").splitlines()[-1]
-        raise LorasimError(f"lorasim {cmd[1]} failed: {msg}")
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        raise LorasimError(f"lorasim {cmd[1]} --format json printed no JSON: {proc.stdout[:200]}") from None
+from lorasim_hf.recommend import LorasimError, run_json
 
 
 def base_flags(gpu, profile):
