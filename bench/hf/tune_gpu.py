@@ -33,7 +33,7 @@ def emit(out, row):
     print("tune_gpu", json.dumps({k: v for k, v in row.items() if k not in ("table", "steps")}), flush=True)
 
 
-def worker(name, out, lorasim, deadline, tune_first=False):
+def worker(name, out, lorasim, deadline, tune_first=False, control=None):
     import torch, transformers, peft
     os.environ["LORASIM"] = lorasim
     sys.path.insert(0, os.path.join(REPO, "python"))
@@ -167,6 +167,28 @@ def worker(name, out, lorasim, deadline, tune_first=False):
             free()
             torch.use_deterministic_algorithms(False)
 
+    def control_phase(split):
+        # Two untuned trainers of one split, three steps each, deterministic algorithms on: what
+        # the kernels alone leave different (the tune's comparison has no other control).
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        runs = []
+        for k in range(2):
+            with tempfile.TemporaryDirectory() as wd:
+                tr = build(split[0], split[1], 3, wd)
+                tr.train()
+                runs.append({n: v.detach().float().cpu() for n, v in tr.model.named_parameters() if v.requires_grad})
+                del tr
+                free()
+        same = all(torch.equal(runs[0][n], runs[1][n]) for n in runs[0])
+        diff = max((runs[0][n] - runs[1][n]).abs().max().item() for n in runs[0])
+        emit(out, {"workload": name, "phase": "control", "split": f"{split[0]}x{split[1]}", "bit_identical": same,
+                   "max_abs_diff": diff})
+        torch.use_deterministic_algorithms(False)
+
+    if control:
+        control_phase(tuple(map(int, control.split("x"))))
+        return
     if tune_first:
         tune_phase()
         truth_phase()
@@ -191,21 +213,26 @@ def main():
     ap.add_argument("--budget-s", type=float, default=540)
     ap.add_argument("--tune-first", action="store_true",
                     help="tune in the fresh process (as a user would, before training), then the ground truth")
+    ap.add_argument("--control", help="workload=split,...: two untuned runs of each split compared, nothing else "
+                    "(e.g. sft=16x1,cap15=4x4)")
+    ap.add_argument("--_control", help=argparse.SUPPRESS)
     ap.add_argument("--_worker")
     ap.add_argument("--_deadline", type=float)
     args = ap.parse_args()
     out = os.path.join(args.out_dir, "tune-rows.jsonl")
     if args._worker:
-        return worker(args._worker, out, args.lorasim, args._deadline, args.tune_first)
+        return worker(args._worker, out, args.lorasim, args._deadline, args.tune_first, args._control)
     os.makedirs(args.out_dir, exist_ok=True)
     deadline = time.time() + args.budget_s
-    for name in args.workloads.split(","):
+    controls = dict(c.split("=") for c in args.control.split(",")) if args.control else {}
+    for name in (controls or args.workloads.split(",")):
         if time.time() > deadline - 90:
             print(f"tune_gpu: budget reached, skipping {name}", flush=True)
             continue
         rc = subprocess.run([sys.executable, __file__, "--out-dir", args.out_dir, "--lorasim", args.lorasim,
                              "--_worker", name, "--_deadline", str(deadline)]
-                            + (["--tune-first"] if args.tune_first else [])).returncode
+                            + (["--tune-first"] if args.tune_first else [])
+                            + (["--_control", controls[name]] if controls else [])).returncode
         print(f"tune_gpu: {name} exited {rc}", flush=True)
 
 
