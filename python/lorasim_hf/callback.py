@@ -12,7 +12,9 @@ A forward pre-hook records what the model saw in each timed micro-batch (lorasim
 row's `micro_batch` and `seq_len` are the rows and the largest padded width the model got (TRL's
 `packing=True` gives 1 x ~max_length, not per_device_train_batch_size x max_length), with the
 padded widths' histogram, the real tokens and the collation; and the device, its memory and the
-number of processes. Works with any `Trainer` subclass (TRL's `SFTTrainer`). One row is appended
+number of processes. With one shape the row's step time is the median timed step; with many
+widths it is their mean, and `new_shapes_per_step` says how many micro-batches per step met a
+shape the process had not run before (each pays its kernels' selection once). Works with any `Trainer` subclass (TRL's `SFTTrainer`). One row is appended
 at the end of training.
 """
 import json
@@ -38,7 +40,7 @@ ROW_COLUMNS = ("model", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "
                "lora_targets", "precision", "oom", "step_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
                "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
                "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
-               "model_config_sha256")
+               "new_shapes_per_step", "model_config_sha256")
 
 
 def allocator_from_env(env=None):
@@ -211,7 +213,11 @@ class LorasimCallback(_transformers.TrainerCallback):
             warnings.warn(f"LorasimCallback: {why}; no row written to {self.path}")
             return
         row = self.workload_row(args, model)
-        row.update(oom=False, step_time_s=statistics.median(self._times))
+        # One shape: the median step is the steady state. Many widths: the mean, which is what a
+        # prediction from the widths (or the lengths) gives, with the new shapes' share of it.
+        varying = len({w for _, w in self._seen.shapes}) > 1
+        row.update(oom=False, step_time_s=statistics.fmean(self._times) if varying else statistics.median(self._times),
+                   new_shapes_per_step=self._seen.new_shapes / len(self._times) if varying else 0.0)
         if self._peaks:
             row.update(peak_allocated_bytes=self._peaks[0], peak_reserved_bytes=self._peaks[1])
         self.row = check_row(row)

@@ -9,6 +9,16 @@ so recording adds no synchronization to a CUDA step.
 import collections
 import os
 
+# The (rows, width) shapes this process has run a training forward of. Kernel libraries choose a
+# kernel per shape and cache it for the process, so the first micro-batch of a shape is slower
+# (docs/lengths.md, "New shapes"); the set lives as long as the process, across trainers.
+_PROCESS_SHAPES = set()
+
+
+def forget_shapes():
+    """Treat the process as fresh (every shape new again): for tests that count new shapes."""
+    _PROCESS_SHAPES.clear()
+
 
 class SeenBatches:
     """Records rows x padded width and the real tokens of every training forward while `active`.
@@ -27,9 +37,10 @@ class SeenBatches:
         self._restarts = None  # device scalar: position ids that restart inside a row
         self._packed_kwargs = False  # flash-attention's cu_seq_lens came in
         self._cells = 0  # rows x width summed
+        self.new_shapes = 0  # recorded micro-batches whose shape the process had not run before
 
     def __call__(self, module, args, kwargs):
-        if not self.active or not module.training:
+        if not module.training:
             return
         torch = self.torch
         ids = kwargs.get("input_ids")
@@ -40,6 +51,11 @@ class SeenBatches:
         if not torch.is_tensor(ids) or ids.dim() < 2:
             return
         rows, width = int(ids.shape[0]), int(ids.shape[1])
+        new = (rows, width) not in _PROCESS_SHAPES
+        _PROCESS_SHAPES.add((rows, width))  # warm-up forwards too: their shapes are not new later
+        if not self.active:
+            return
+        self.new_shapes += new
         self.shapes.append((rows, width))
         self._cells += rows * width
         mask = kwargs.get("attention_mask")

@@ -56,7 +56,7 @@ def test_row_from_a_trainer_run(tmp_path, torch):
                    "lora_alpha": 8.0, "lora_targets": "q;v", "precision": "fp32", "oom": False, "stack": "hf-peft",
                    "attn_impl": "sdpa", "lora_dropout": 0.05, "allocator": "default", "autocast": False,
                    "loop": "trainer", "fused_lm_head": False, "device": "cpu", "processes": 1, "collation": "fixed",
-                   "padded_lengths": "16:4", "real_tokens": 32.0}
+                   "padded_lengths": "16:4", "real_tokens": 32.0, "new_shapes_per_step": 0.0}
     lorasim_validate(str(path))
 
 
@@ -236,6 +236,8 @@ def test_the_row_records_what_the_model_saw_of_padded_batches(tmp_path, torch, m
     collation are exactly those of the batches the collator made (one epoch, every batch timed)."""
     from collections import Counter
     from lorasim_hf import LorasimCallback
+    from lorasim_hf.seen import forget_shapes
+    forget_shapes()  # a fresh process: every shape is new the first time
     path = tmp_path / "runs.jsonl"
     collator = PadToLongest(torch, multiple)
     cb = LorasimCallback(str(path), warmup_steps=0)
@@ -249,6 +251,8 @@ def test_the_row_records_what_the_model_saw_of_padded_batches(tmp_path, torch, m
     assert row["seq_len"] == max(widths) and row["micro_batch"] == 2 and row["accumulation"] == 2
     assert row["real_tokens"] == sum(LENGTHS) / len(made)
     assert row["collation"] == ("multiple:8" if multiple else "longest")
+    # Every micro-batch timed: each distinct width met once, over the 4 steps.
+    assert row["new_shapes_per_step"] == len(widths) / 4
     lorasim_validate(str(path))
 
 
