@@ -19,11 +19,6 @@ using model::Term;
 
 // ---- time: a host scale and a device scale ------------------------------------------------
 
-// One row's step as the base sees it. The step is homogeneous in the two scales:
-// T = max(kh H, kd D) + coupling * min(kh H, kd D) (overlap = max) or kh H + kd D (sum).
-struct StepParts {
-  double host = 0, device = 0, coupling = 0, y = 0;
-};
 
 struct TimeFit {
   const std::vector<StepParts>& rows;
@@ -170,11 +165,7 @@ void scale_time_groups(double kh, double kd, model::StackModel& m) {
 
 void fit_time_scales(const std::vector<Row>& rows, model::StackModel& hw, std::vector<GroupScale>& report) {
   std::vector<StepParts> parts;
-  for (const Row& r : rows) {
-    const model::StepTime s = model::CostModel(r.m->workload, hw).step(r.m->micro_batch, r.m->accumulation);
-    parts.push_back({s.host_s, s.device_s, model::overlap_coupling(r.f.host_ops, hw.c),
-                     r.m->step_time_s});
-  }
+  for (const Row& r : rows) parts.push_back(step_parts(r, hw));
   const TimeFit tf{parts, hw.overlap == model::Overlap::sum};
   GroupScale host{"host", 1, true, ""}, device{"device", 1, true, ""};
   Scales k;

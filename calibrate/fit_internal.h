@@ -118,4 +118,17 @@ bool identifies_stack(const std::vector<Row>& rows);
 /// multipliers and allocator slack on the view (the base resolved for the stack).
 void fit_stack_full(const std::vector<Row>& rows, model::StackModel& view);
 
+// One row's step as the base sees it. The step is homogeneous in the two scales:
+// T = max(kh H, kd D) + coupling * min(kh H, kd D) (overlap = max) or kh H + kd D (sum).
+struct StepParts {
+  double host = 0, device = 0, coupling = 0, y = 0;
+};
+
+/// A row's predicted host and device seconds per step at the base `hw` (calibrate/fit_step_parts.cpp):
+/// at its seq_len, or for a row of many padded widths (padded_lengths) the mean over its timed
+/// micro-batches of each width's, as validate predicts it (simulator/measured_lengths.h); and the
+/// step time the scales must explain, less what the row's new shapes cost (new_shape_s is not a
+/// scaled coefficient).
+StepParts step_parts(const Row& r, const model::StackModel& hw);
+
 }  // namespace lorasim::calib::detail

@@ -202,3 +202,38 @@ TEST(AnchoredFitTest, RunnerRowsWithAHostDeviceSplitGetTheFullFit) {
   EXPECT_TRUE(a.scales.empty());
   for (const model::Coefficient& c : model::coefficient_table()) EXPECT_EQ(lorasim::testing::of(c, a.hardware), lorasim::testing::of(c, f.hardware)) << c.name;
 }
+
+TEST(AnchoredFitTest, RowsOfManyWidthsArePricedWidthByWidth) {
+  // Rows of padded data: each step the optimizer plus its micro-batches at the widths they had.
+  // A fit that priced the rows at their largest width (seq_len) would not recover the scales.
+  const model::HardwareModel base = test_gpu();
+  const model::HardwareModel truth = scaled(base, 1.3, 0.9);
+  const model::PaddedWidths widths = {{128, 6}, {256, 5}, {512, 5}};
+  std::vector<calib::Measurement> rows;
+  for (int64_t b : {1, 2, 16, 32}) {
+    model::Workload w = workload("qwen3-1.7b", 28, 512);
+    calib::Measurement m = measure(w, b, 64 / b, truth);
+    m.padded_lengths = widths;
+    m.collation = "longest";
+    double h0 = 0, d0 = 0, h1 = 0, d1 = 0;
+    for (const model::PaddedWidth& pw : widths) {
+      model::Workload at = w;
+      at.train.seq_len = pw.width_tokens;
+      const model::CostModel c(at, truth);
+      const double k = static_cast<double>(pw.micro_batches) / 16;
+      h0 += k * c.micro_batch(b, false).host_s;
+      d0 += k * c.micro_batch(b, false).device_s;
+      h1 += k * c.micro_batch(b, true).host_s;
+      d1 += k * c.micro_batch(b, true).device_s;
+    }
+    const model::CostModel c(w, truth);
+    const double rest = static_cast<double>(64 / b - 1);
+    m.step_time_s = c.step_of(h0 + rest * h1 + c.optimizer().host_s, d0 + rest * d1 + c.optimizer().device_s).total_s;
+    rows.push_back(m);
+  }
+  const calib::FitReport rep = calib::fit_profile(rows, base, calib::FitMode::anchored);
+  ASSERT_TRUE(rep.anchored);
+  ASSERT_TRUE(group(rep, "host") && group(rep, "device"));
+  EXPECT_NEAR(group(rep, "host")->scale, 1.3, 1e-6);
+  EXPECT_NEAR(group(rep, "device")->scale, 0.9, 1e-6);
+}
