@@ -100,9 +100,9 @@ found=$("${clean[@]}" "$work/venv/bin/python" -c \
 [ "$(tail -n 1 <<< "$found")" = "$work/venv/bin/lorasim" ] || fail "find_lorasim() gave $(tail -n 1 <<< "$found")"
 
 split=$("${clean[@]}" "$work/venv/bin/python" -c "from lorasim_hf import training_arguments
-print(training_arguments(model='qwen3-1.7b', effective_batch=16, seq_len=512, gpu='h200'))") \
+print(sorted(training_arguments(model='qwen3-1.7b', effective_batch=16, seq_len=512, gpu='h200').items()))") \
   || fail "training_arguments() failed in the venv: $split"
-[ "$split" = "{'per_device_train_batch_size': 16, 'gradient_accumulation_steps': 1}" ] \
+[ "$split" = "[('bf16', True), ('fp16', False), ('gradient_accumulation_steps', 1), ('gradient_checkpointing', False), ('per_device_train_batch_size', 16)]" ] \
   || fail "training_arguments() gave $split"
 cd "$root"
 echo "pip_install_test: OK (lorasim on the venv's PATH, found by find_lorasim(), recommends 16x1)"
