@@ -113,7 +113,8 @@ TEST(MeasuredSplitsTest, AMeasuredOutOfMemoryDoesNotFitWhateverThePrediction) {
   oom.accumulation = 16;
   oom.oom = true;
   r.measured = {oom};
-  const sim::Split& s = split(sim::simulate(r), 1);
+  const sim::Result res1 = sim::simulate(r);
+  const sim::Split& s = split(res1, 1);
   EXPECT_TRUE(s.measured);
   EXPECT_TRUE(s.measured_oom);
   EXPECT_FALSE(s.fits);
@@ -126,7 +127,8 @@ TEST(MeasuredSplitsTest, AMeasuredOutOfMemoryDoesNotFitWhateverThePrediction) {
 TEST(MeasuredSplitsTest, RepeatedRunsGiveTheMeanTimeAndTheLargestPeak) {
   sim::Request r = request16();
   r.measured = {run(2, 2.0, 8e9), run(2, 3.0, 9e9), run(2, 4.0, 7e9)};
-  const sim::Split& s = split(sim::simulate(r), 2);
+  const sim::Result res2 = sim::simulate(r);
+  const sim::Split& s = split(res2, 2);
   EXPECT_EQ(s.step_time_s, 3.0);
   EXPECT_EQ(s.peak_reserved_bytes, 9e9);
 }
@@ -137,7 +139,8 @@ TEST(MeasuredSplitsTest, ARunWithoutAPeakKeepsThePredictedMemoryAndItsWorstCase)
   sim::MeasuredSplit m = run(2, 2.5, 0);
   m.peak_reserved_bytes.reset();
   r.measured = {m};
-  const sim::Split& s = split(sim::simulate(r), 2);
+  const sim::Result res3 = sim::simulate(r);
+  const sim::Split& s = split(res3, 2);
   EXPECT_TRUE(s.measured);
   EXPECT_EQ(s.step_time_s, 2.5);
   EXPECT_EQ(s.peak_reserved_bytes, p.peak_reserved_bytes);
