@@ -13,6 +13,7 @@
 #include "model/new_shapes.h"
 #include "model/training_stack.h"
 #include "simulator/padded_cost.h"
+#include "simulator/note_format.h"
 
 namespace lorasim::sim {
 
@@ -103,13 +104,6 @@ int64_t worst_row_tokens(const model::WorstMicroBatch& w, const model::Padding& 
 }
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-/// As simulate() writes a share in its notes: "20%".
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
-  return buf;
-}
 
 }  // namespace
 

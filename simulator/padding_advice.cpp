@@ -5,18 +5,13 @@
 #include <cstdio>
 
 #include "model/lengths.h"
+#include "simulator/note_format.h"
 
 namespace lorasim::sim {
 namespace {
 
 // Smaller than sampling noise at the default number of sampled steps is no advice.
 constexpr double kMinSaving = 0.01;
-
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
-  return buf;
-}
 
 std::string seconds(double s) {
   char buf[32];

@@ -9,6 +9,7 @@
 #include "model/cost_model.h"
 #include "model/error.h"
 #include "model/training_stack.h"
+#include "simulator/note_format.h"
 
 namespace lorasim::sim {
 
@@ -66,12 +67,6 @@ void validate(const Request& r) {
 std::string mib(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, std::fabs(bytes) < 1e15 * (1 << 20) ? "%.0f MiB" : "%.3g MiB", std::trunc(bytes / (1 << 20)));
-  return buf;
-}
-
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", fraction * 100);
   return buf;
 }
 
