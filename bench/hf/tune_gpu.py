@@ -10,7 +10,8 @@ Workloads (each in its own process: an allocator cap is per process):
   sft     SFTTrainer with its defaults, qwen3-1.7b, longtail lengths (max 1024), B=16
   big     Trainer with checkpointing, mistral-7b, 1024 tokens, B=8
 
-    python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH [--workloads cap15,sft,big] [--budget-s 540] [--tune-first]
+    python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH [--workloads cap15,sft,big] [--budget-s 540] [--tune-first] [--profile TOML]
+    python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH --control sft=16x1,cap15=4x4
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -33,7 +34,7 @@ def emit(out, row):
     print("tune_gpu", json.dumps({k: v for k, v in row.items() if k not in ("table", "steps")}), flush=True)
 
 
-def worker(name, out, lorasim, deadline, tune_first=False, control=None):
+def worker(name, out, lorasim, deadline, tune_first=False, control=None, profile=None):
     import torch, transformers, peft
     os.environ["LORASIM"] = lorasim
     sys.path.insert(0, os.path.join(REPO, "python"))
@@ -144,11 +145,11 @@ def worker(name, out, lorasim, deadline, tune_first=False, control=None):
             torch.use_deterministic_algorithms(True, warn_only=True)
             tr = build(b0, w["B"] // b0, 3, wd)
             t0 = time.time()
-            res = tune(tr, gpu="h200", max_trial_steps=10, cache_dir=cache)
+            res = tune(tr, **({"profile": profile} if profile else {"gpu": "h200"}), max_trial_steps=10, cache_dir=cache)
             tune_s = time.time() - t0
             fastest = min(measured, key=measured.get) if measured else None
             pick = (res.micro_batch, res.accumulation)
-            emit(out, {"workload": name, "phase": "tune", "pick": f"{pick[0]}x{pick[1]}", "trial_steps": res.trial_steps,
+            emit(out, {"workload": name, "phase": "tune", "profile": profile or "h200", "pick": f"{pick[0]}x{pick[1]}", "trial_steps": res.trial_steps,
                        "tune_s": tune_s, "fastest_measured": f"{fastest[0]}x{fastest[1]}" if fastest else None,
                        "gap": measured[pick] / measured[fastest] - 1 if fastest and pick in measured else None,
                        "table": res.table})
@@ -215,13 +216,16 @@ def main():
                     help="tune in the fresh process (as a user would, before training), then the ground truth")
     ap.add_argument("--control", help="workload=split,...: two untuned runs of each split compared, nothing else "
                     "(e.g. sft=16x1,cap15=4x4)")
+    ap.add_argument("--profile", help="a profile TOML the tuner starts from instead of the embedded h200 (e.g. "
+                    "bench/hf/profiles/h200-prior.toml: the H200 as a datasheet prior, issue 17)")
     ap.add_argument("--_control", help=argparse.SUPPRESS)
     ap.add_argument("--_worker")
     ap.add_argument("--_deadline", type=float)
     args = ap.parse_args()
     out = os.path.join(args.out_dir, "tune-rows.jsonl")
     if args._worker:
-        return worker(args._worker, out, args.lorasim, args._deadline, args.tune_first, args._control)
+        return worker(args._worker, out, args.lorasim, args._deadline, args.tune_first, args._control,
+                      os.path.abspath(args.profile) if args.profile else None)
     os.makedirs(args.out_dir, exist_ok=True)
     deadline = time.time() + args.budget_s
     controls = dict(c.split("=") for c in args.control.split(",")) if args.control else {}
@@ -232,6 +236,7 @@ def main():
         rc = subprocess.run([sys.executable, __file__, "--out-dir", args.out_dir, "--lorasim", args.lorasim,
                              "--_worker", name, "--_deadline", str(deadline)]
                             + (["--tune-first"] if args.tune_first else [])
+                            + (["--profile", args.profile] if args.profile else [])
                             + (["--_control", controls[name]] if controls else [])).returncode
         print(f"tune_gpu: {name} exited {rc}", flush=True)
 
