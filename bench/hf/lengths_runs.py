@@ -16,6 +16,8 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan grid --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan caps --parallel --budget-s 495 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan pad --budget-s 520 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan qlora --budget-s 520 --out-dir $OUT   # needs bitsandbytes
+    python3 bench/hf/lengths_runs.py --plan archs --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -27,13 +29,25 @@ OOM_EXIT = 3  # a worker's exit status after an out-of-memory: the driver starts
 
 QWEN3 = ("qwen3-1.7b", "bench/hf/configs/qwen3-1.7b.json")
 QWEN25 = ("qwen2.5-1.5b", "bench/hf/configs/qwen2.5-1.5b.json")
+LLAMA3_8B = ("llama-3.1-8b", "bench/hf/configs/llama-3.1-8b.json")
+LLAMA32_3B = ("llama-3.2-3b", "bench/hf/configs/llama-3.2-3b.json")
+GEMMA2 = ("gemma-2-2b", "bench/hf/configs/gemma-2-2b.json")
+GEMMA3 = ("gemma-3-1b", "bench/hf/configs/gemma-3-1b.json")
+PHI3 = ("phi-3-mini", "bench/hf/configs/phi-3-mini.json")
+LLAMA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+PHI3_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]  # Phi-3 fuses q/k/v and gate/up
 B16 = [(2, 8), (4, 4), (8, 2), (16, 1)]
 EPOCH_SPLITS = [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16)]  # the likeliest to run out of memory first
 
 
-def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2):
+def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2,
+         quant=None, attn="sdpa", targets=None):
+    """quant: None (bf16 base) or a bitsandbytes 4-bit type ("nf4", "fp4"), double quantization on, bf16 compute
+    (the QLoRA recipe); attn: attn_implementation; targets: LoRA target_modules (default: the seven Llama
+    projections)."""
     return dict(model=model[0], config=model[1], dist=dist, trainer=trainer, splits=splits, allocator=allocator,
-                cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup)
+                cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup, quant=quant, attn=attn,
+                targets=targets or LLAMA_TARGETS)
 
 
 PLANS = {
@@ -85,6 +99,32 @@ PLANS = {
         cell(QWEN25, "longtail", "SFTTrainer", [(8, 2), (16, 1)], timed=5),
         cell(QWEN25, "longtail", "SFTTrainer", [(2, 8), (16, 1)], allocator="expandable", timed=5),
         cell(QWEN25, "chat", "Trainer", [(4, 4), (16, 1)], allocator="expandable", timed=5),
+    ],
+    # issue 18: a 4-bit base (QLoRA: NF4, double quantization, bf16 compute), fixed lengths, both trainers;
+    # the plain Trainer as PEFT's QLoRA recipe has it (prepare_model_for_kbit_training, checkpointing)
+    "qlora": [
+        cell(QWEN3, "fixed1024", "Trainer", [(4, 4), (16, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA3_8B, "fixed1024", "Trainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(QWEN3, "fixed1024", "SFTTrainer", [(4, 4), (16, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA3_8B, "fixed1024", "SFTTrainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(QWEN3, "fixed512", "Trainer", [(4, 4), (16, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA3_8B, "fixed512", "Trainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(QWEN3, "fixed512", "SFTTrainer", [(4, 4), (16, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA3_8B, "fixed512", "SFTTrainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA32_3B, "fixed1024", "Trainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA32_3B, "fixed1024", "SFTTrainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA32_3B, "fixed512", "SFTTrainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+        cell(LLAMA32_3B, "fixed512", "Trainer", [(2, 4), (8, 1)], quant="nf4", timed=3, warmup=1),
+    ],
+    # issue 18: Gemma 2 (eager attention, as Transformers asks for its soft-capped attention), Gemma 3 and
+    # Phi-3 shaped models, random weights, bf16 LoRA, both trainers
+    "archs": [
+        cell(GEMMA2, "fixed1024", "Trainer", [(2, 8), (8, 2), (16, 1)], attn="eager", timed=4),
+        cell(PHI3, "fixed1024", "Trainer", [(2, 8), (8, 2), (16, 1)], targets=PHI3_TARGETS, timed=4),
+        cell(GEMMA3, "fixed1024", "Trainer", [(2, 8), (8, 2), (16, 1)], timed=4),
+        cell(GEMMA2, "longtail", "SFTTrainer", [(4, 4), (16, 1)], attn="eager", timed=4),
+        cell(PHI3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], targets=PHI3_TARGETS, timed=4),
+        cell(GEMMA3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], timed=4),
     ],
     "smoke": [
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,
@@ -211,7 +251,8 @@ def append_row(path, row):
 
 def job_name(j):
     cap = f" cap {j['cap_gib']} GiB" if j["cap_gib"] else ""
-    return f"{j['trainer']} {j['model']} {j['dist']} {j['allocator']}{cap} {j['split'][0]}x{j['split'][1]}"
+    extra = "".join(f" {v}" for v in (j.get("quant"), j.get("attn") if j.get("attn", "sdpa") != "sdpa" else None) if v)
+    return f"{j['trainer']} {j['model']}{extra} {j['dist']} {j['allocator']}{cap} {j['split'][0]}x{j['split'][1]}"
 
 
 def job_row_head(j, concurrent):
@@ -424,12 +465,16 @@ def run_split(ctx, j, spec, cap):
     try:
         t = time.monotonic()
         cfg = transformers.AutoConfig.for_model(model_type, **d)
-        with torch.device("cpu" if smoke else "cuda"):
-            model = transformers.AutoModelForCausalLM.from_config(
-                cfg, dtype=torch.float32 if smoke else torch.bfloat16, attn_implementation="sdpa")
+        attn = j.get("attn", "sdpa")
+        if j.get("quant"):
+            model = quantized_model(torch, transformers, cfg, j, attn)
+        else:
+            with torch.device("cpu" if smoke else "cuda"):
+                model = transformers.AutoModelForCausalLM.from_config(
+                    cfg, dtype=torch.float32 if smoke else torch.bfloat16, attn_implementation=attn)
         lora = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
-                               target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                               "down_proj"])
+                               target_modules=j.get("targets") or LLAMA_TARGETS)
+        row.update(quant=j.get("quant"), attn_impl=attn, lora_targets=lora.target_modules and sorted(lora.target_modules))
         row["build_s"] = time.monotonic() - t
         t = time.monotonic()
         steps_arg = {"num_train_epochs": 1} if j["epoch"] else {"max_steps": steps_planned}
@@ -446,8 +491,12 @@ def run_split(ctx, j, spec, cap):
             trainer = trl.SFTTrainer(model=model, args=targs, train_dataset=ctx.hf_dataset(j["dist"], j["n"], vocab),
                                      processing_class=ctx.tokenizer(vocab), peft_config=lora, callbacks=[rec])
         else:
+            ckpt = {}
+            if j.get("quant"):  # PEFT's QLoRA recipe: fp32 casts of what is not quantized, checkpointing
+                model = peft.prepare_model_for_kbit_training(model)
+                ckpt = {"gradient_checkpointing": True}
             model = peft.get_peft_model(model, lora)
-            targs = transformers.TrainingArguments(**common, **({} if smoke else {"bf16": True}),
+            targs = transformers.TrainingArguments(**common, **({} if smoke else {"bf16": True}), **ckpt,
                                                    remove_unused_columns=False)
             trainer = transformers.Trainer(model=model, args=targs, train_dataset=token_dataset(torch, flat, offsets),
                                            data_collator=pad_to_longest(torch, max_length), callbacks=[rec])
@@ -462,6 +511,7 @@ def run_split(ctx, j, spec, cap):
 
         trainer.data_collator = recording_collator
         row["trainer_init_s"] = time.monotonic() - t
+        row.update(dtypes=parameter_dtypes(trainer.model), optim=str(getattr(targs.optim, "value", targs.optim)))
         row.update(grad_ckpt=bool(targs.gradient_checkpointing), bf16=bool(targs.bf16),
                    learning_rate=targs.learning_rate, lora=lora_info(trainer.model))
         if cuda:
@@ -494,6 +544,41 @@ def run_split(ctx, j, spec, cap):
         torch.cuda.empty_cache()
     row["split_wall_s"] = time.monotonic() - t_split
     return row
+
+
+def quantized_model(torch, transformers, cfg, j, attn):
+    """A bitsandbytes 4-bit base from random weights: the bf16 model is built and saved once per config
+    (under $TMPDIR), then loaded through BitsAndBytesConfig as a user loads a checkpoint."""
+    saved = os.path.join(tempfile.gettempdir(), "lorasim-qlora-models", j["model"])
+    if not os.path.exists(os.path.join(saved, "config.json")):
+        transformers.set_seed(0)
+        with torch.device("cuda"):
+            m = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        m.save_pretrained(saved + ".tmp")
+        os.replace(saved + ".tmp", saved)
+        del m
+        gc.collect()
+        torch.cuda.empty_cache()
+    bnb = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=j["quant"],
+                                          bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)
+    return transformers.AutoModelForCausalLM.from_pretrained(saved, quantization_config=bnb, device_map={"": 0},
+                                                             dtype=torch.bfloat16, attn_implementation=attn)
+
+
+def parameter_dtypes(model):
+    """Bytes of parameters per (dtype, trainable), and the LM head's and embeddings' dtypes: whether
+    prepare_model_for_kbit_training cast them to fp32."""
+    by = {}
+    for n, p in model.named_parameters():
+        k = f"{str(p.dtype).replace('torch.', '')}{'+grad' if p.requires_grad else ''}"
+        by[k] = by.get(k, 0) + p.numel() * p.element_size()
+    out = {"parameter_bytes": by}
+    try:
+        out["lm_head"] = str(model.get_output_embeddings().weight.dtype).replace("torch.", "")
+        out["embed_tokens"] = str(model.get_input_embeddings().weight.dtype).replace("torch.", "")
+    except Exception as e:
+        out["error"] = str(e)[:200]
+    return out
 
 
 def lora_info(model):
