@@ -12,6 +12,7 @@ Workloads (each in its own process: an allocator cap is per process):
 
     python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH [--workloads cap15,sft,big] [--budget-s 540] [--tune-first] [--profile TOML]
     python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH --control sft=16x1,cap15=4x4
+    python3 bench/hf/tune_gpu.py --out-dir $OUT --lorasim PATH --identity-only --attn eager --profile TOML
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
@@ -34,7 +35,8 @@ def emit(out, row):
     print("tune_gpu", json.dumps({k: v for k, v in row.items() if k not in ("table", "steps")}), flush=True)
 
 
-def worker(name, out, lorasim, deadline, tune_first=False, control=None, profile=None):
+def worker(name, out, lorasim, deadline, tune_first=False, control=None, profile=None, attn="sdpa",
+           identity_only=False):
     import torch, transformers, peft
     os.environ["LORASIM"] = lorasim
     sys.path.insert(0, os.path.join(REPO, "python"))
@@ -63,7 +65,7 @@ def worker(name, out, lorasim, deadline, tune_first=False, control=None, profile
         transformers.set_seed(0)
         cfg = transformers.AutoConfig.for_model(model_type, **d)
         with torch.device("cuda"):
-            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+            model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation=attn)
         lora = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
                                target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
         common = dict(output_dir=workdir, per_device_train_batch_size=b, gradient_accumulation_steps=a, seed=0,
@@ -162,7 +164,7 @@ def worker(name, out, lorasim, deadline, tune_first=False, control=None, profile
             direct = {k: v.detach().float().cpu() for k, v in tr2.model.named_parameters() if v.requires_grad}
             same = after.keys() == direct.keys() and all(torch.equal(after[k], direct[k]) for k in after)
             maxdiff = max((after[k] - direct[k]).abs().max().item() for k in after) if after.keys() == direct.keys() else None
-            emit(out, {"workload": name, "phase": "identical", "bit_identical": same, "max_abs_diff": maxdiff,
+            emit(out, {"workload": name, "phase": "identical", "attn_impl": attn, "bit_identical": same, "max_abs_diff": maxdiff,
                        "tensors": len(after)})
             del tr2
             free()
@@ -183,12 +185,16 @@ def worker(name, out, lorasim, deadline, tune_first=False, control=None, profile
                 free()
         same = all(torch.equal(runs[0][n], runs[1][n]) for n in runs[0])
         diff = max((runs[0][n] - runs[1][n]).abs().max().item() for n in runs[0])
-        emit(out, {"workload": name, "phase": "control", "split": f"{split[0]}x{split[1]}", "bit_identical": same,
+        emit(out, {"workload": name, "phase": "control", "attn_impl": attn, "split": f"{split[0]}x{split[1]}",
+                   "bit_identical": same,
                    "max_abs_diff": diff})
         torch.use_deterministic_algorithms(False)
 
     if control:
         control_phase(tuple(map(int, control.split("x"))))
+        return
+    if identity_only:
+        tune_phase()
         return
     if tune_first:
         tune_phase()
@@ -218,6 +224,9 @@ def main():
                     "(e.g. sft=16x1,cap15=4x4)")
     ap.add_argument("--profile", help="a profile TOML the tuner starts from instead of the embedded h200 (e.g. "
                     "bench/hf/profiles/h200-prior.toml: the H200 as a datasheet prior, issue 17)")
+    ap.add_argument("--attn", default="sdpa", help="attn_implementation of every model (eager: deterministic "
+                    "kernels, so the bit-identity check is not blurred by cuDNN attention's backward)")
+    ap.add_argument("--identity-only", action="store_true", help="the tune and its bit-identity check alone")
     ap.add_argument("--_control", help=argparse.SUPPRESS)
     ap.add_argument("--_worker")
     ap.add_argument("--_deadline", type=float)
@@ -225,7 +234,7 @@ def main():
     out = os.path.join(args.out_dir, "tune-rows.jsonl")
     if args._worker:
         return worker(args._worker, out, args.lorasim, args._deadline, args.tune_first, args._control,
-                      os.path.abspath(args.profile) if args.profile else None)
+                      os.path.abspath(args.profile) if args.profile else None, args.attn, args.identity_only)
     os.makedirs(args.out_dir, exist_ok=True)
     deadline = time.time() + args.budget_s
     controls = dict(c.split("=") for c in args.control.split(",")) if args.control else {}
@@ -237,6 +246,7 @@ def main():
                              "--_worker", name, "--_deadline", str(deadline)]
                             + (["--tune-first"] if args.tune_first else [])
                             + (["--profile", args.profile] if args.profile else [])
+                            + ["--attn", args.attn] + (["--identity-only"] if args.identity_only else [])
                             + (["--_control", controls[name]] if controls else [])).returncode
         print(f"tune_gpu: {name} exited {rc}", flush=True)
 
