@@ -255,7 +255,7 @@ int print_lengths(const Prepared& p, bool with_splits) {
                                           : sim::simulate_lengths(p.request, options);
   const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r);
   r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
-  if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r.result)}, p.plot_path);
+  if (!p.plot_path.empty()) write_svg({lengths_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
       nlohmann::json j =

@@ -10,8 +10,12 @@ namespace lorasim::cli {
 namespace {
 
 std::string title(const model::Workload& w, int64_t effective_batch, const hw::Profile& p) {
-  return w.arch.name + ", seq len " + std::to_string(w.train.seq_len) + ", effective batch " +
-         std::to_string(effective_batch) + " on " + p.hw.display_name;
+  // With a lengths file, seq_len is only the truncation: say how the micro-batches are padded.
+  const std::string tokens = w.train.lengths ? "lengths up to " + std::to_string(w.train.seq_len) + ", padding " +
+                                                   model::padding_name(w.train.padding)
+                                             : "seq len " + std::to_string(w.train.seq_len);
+  return w.arch.name + ", " + tokens + ", effective batch " + std::to_string(effective_batch) + " on " +
+         p.hw.display_name;
 }
 
 std::string split_label(int64_t micro_batch, int64_t accumulation) {
@@ -47,6 +51,22 @@ SplitChart simulation_chart(const sim::Request& request, const hw::Profile& prof
   c.peak_reserved_bytes = {memory};
   c.memory_limits = limits(result);
   c.recommended = result.recommended;
+  return c;
+}
+
+SplitChart lengths_chart(const sim::Request& request, const hw::Profile& profile, const sim::LengthsResult& r) {
+  SplitChart c = simulation_chart(request, profile, r.result);
+  // Beside the mean step, the step 99% of steps stay within; beside the expected peak, the worst
+  // micro-batch's, which decides `fits`. The panels share one legend, series by series.
+  const std::string typical = "mean step, expected peak", tail = "p99 step, worst micro-batch";
+  c.step_time_s[0].name = c.peak_reserved_bytes[0].name = typical;
+  PlotSeries p99{tail, {}, {}}, worst{tail, {}, {}};
+  for (size_t i = 0; i < r.result.splits.size(); ++i) {
+    p99.values.push_back(r.lengths.at(i).step_time_p99_s);
+    worst.values.push_back(r.result.splits[i].worst_reserved_bytes);
+  }
+  c.step_time_s.push_back(p99);
+  c.peak_reserved_bytes.push_back(worst);
   return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include "calibrate/compare.h"
 #include "hwprofiles/profile.h"
+#include "simulator/lengths_sim.h"
 #include "simulator/plot_svg.h"
 #include "simulator/simulate.h"
 
@@ -19,6 +20,10 @@ using sim::write_svg;
 
 /// Every split of the simulation, its limits and its recommendation.
 SplitChart simulation_chart(const sim::Request& request, const hw::Profile& profile, const sim::Result& result);
+
+/// simulation_chart for data of many lengths: the mean and the 99th-percentile step, the expected
+/// and the worst micro-batch's peak reserved.
+SplitChart lengths_chart(const sim::Request& request, const hw::Profile& profile, const sim::LengthsResult& r);
 
 /// Predicted and measured series for the compared splits; `predicted` is the simulation the
 /// predictions came from (for the limits); `measured_where` says where the runs were timed

@@ -88,4 +88,23 @@ TEST(LengthsCliTest, FlagsThatDoNotGoTogetherAreRefused) {
   expect_error({"simulate", "--lengths", file, "--max-length", "0"}, kUsage, {"--max-length"});
 }
 
+TEST(LengthsCliTest, ThePlotShowsTheP99StepAndTheWorstMicroBatch) {
+  TempDir dir;
+  write_file(dir / "lengths.csv", kHistogram);
+  const std::string svg = (dir / "splits.svg").string();
+  ok_json({"simulate", "--gpu", "h200", "--model", "qwen3-1.7b", "--lengths", (dir / "lengths.csv").string(),
+           "--max-length", "1024", "--effective-batch", "16", "--format", "json", "--plot", svg});
+  const std::string text = read_file(svg);
+  for (const char* label : {"mean step, expected peak", "p99 step, worst micro-batch",
+                            "lengths up to 1024, padding longest"})
+    EXPECT_NE(text.find(label), std::string::npos) << label;
+  // Fixed-length data keeps its one series per panel and says its sequence length.
+  const std::string fixed = (dir / "fixed.svg").string();
+  ok_json({"simulate", "--gpu", "h200", "--model", "qwen3-1.7b", "--seq-len", "1024", "--effective-batch", "16",
+           "--format", "json", "--plot", fixed});
+  const std::string plain = read_file(fixed);
+  EXPECT_EQ(plain.find("p99 step"), std::string::npos);
+  EXPECT_NE(plain.find("seq len 1024"), std::string::npos);
+}
+
 }  // namespace
