@@ -215,14 +215,13 @@ namespace {
 double adapter_extra_forward_ops(const Workload& w) {
   return static_cast<double>(w.lora.targets.size()) * (2.0 + (w.stack.lora_dropout > 0 ? 1.0 : 0.0));
 }
-// bitsandbytes' extra operators per frozen projection in the forward: the input cast, the
-// output cast, and the dequantization (double quantization: the absmax's dequantization, its
-// offset, two allocations and the weight's; plain: the allocation and the weight's). An
-// approximation the fitted per-operator host cost absorbs.
+// bitsandbytes' extra kernels per frozen projection in the forward: the input cast, the output
+// cast, and the dequantization (double quantization: the absmax's, its offset, the weight's;
+// plain: the weight's). An approximation the fitted per-operator host cost absorbs.
 double quant_extra_forward_ops(const Workload& w) {
   if (!w.train.quantized()) return 0;
   const bool nested = w.train.double_quant && w.train.weight_storage() != WeightFormat::int8;
-  return static_cast<double>(block_projections(w.arch).size()) * (nested ? 6.0 : 4.0);
+  return static_cast<double>(block_projections(w.arch).size()) * (nested ? 5.0 : 3.0);
 }
 double extra_forward_ops(const Workload& w) { return adapter_extra_forward_ops(w) + quant_extra_forward_ops(w); }
 // The backward dispatches about 1.5 operators per forward operator (model/analytics.cpp).
