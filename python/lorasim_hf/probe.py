@@ -24,6 +24,7 @@ Exit 0 when every run was attempted, 1 when some run failed for another reason t
 """
 import argparse
 import gc
+import importlib
 import json
 import os
 import statistics
@@ -140,10 +141,31 @@ def hf_config_kwargs(run):
     return d
 
 
+QUANTS = ("none", "nf4", "fp4", "int8")
+
+
+def check_quant(quant, device):
+    """Refuses --quant where bitsandbytes cannot run it: on the CPU, or without bitsandbytes installed."""
+    if quant not in QUANTS:
+        raise PlanError(f"--quant must be one of {', '.join(QUANTS)}, got {quant!r}")
+    if quant == "none":
+        return
+    if device != "cuda":
+        raise PlanError(f"--quant {quant}: bitsandbytes quantizes on CUDA only; the plan runs on {device} "
+                        "(calibrate a quantized base on the GPU: `lorasim calibrate --stack hf-peft --device cuda`)")
+    try:
+        importlib.import_module("bitsandbytes")
+    except ImportError:
+        raise MissingDependency(f"--quant {quant} needs the python package bitsandbytes (pip install bitsandbytes)") \
+            from None
+
+
 class Probe:
-    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr):
+    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr, quant="none"):
         self.torch, self.transformers, self.peft = require("torch", "transformers", "peft")
         self.device, self.allocator, self.out, self.log = device, allocator, out, log
+        check_quant(quant, device)
+        self.quant = quant
         if device == "cuda" and not self.torch.cuda.is_available():
             raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
         self.cuda = device == "cuda"
@@ -166,14 +188,41 @@ class Probe:
         with torch.device(self.device):  # random init where the model runs: seconds, not a minute on the CPU
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
                                                                    attn_implementation=run["attn_impl"])
+        if self.quant != "none":
+            model = self.quantized(model, run, dtype)
         targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
             PROJECTIONS[t] for t in run["lora_targets"].split(";")]
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
                                target_modules=targets, bias="none", task_type="CAUSAL_LM")
         model = peft.get_peft_model(model, lora)
-        if run["grad_ckpt"]:  # as Trainer does with gradient_checkpointing=True (it also enables input grads)
+        if run["grad_ckpt"] and self.quant == "none":  # as Trainer does with gradient_checkpointing=True (it also enables input grads)
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         return model, cfg.vocab_size
+
+    def quantized(self, model, run, dtype):
+        """`model` saved and reloaded through bitsandbytes as a user loads a base for QLoRA
+        (BitsAndBytesConfig, QLoRA's double quantization, compute dtype = the run's precision), then
+        prepared by peft.prepare_model_for_kbit_training with its defaults (fp32 non-quantized
+        parameters, reentrant checkpointing)."""
+        import tempfile
+
+        torch, transformers, peft = self.torch, self.transformers, self.peft
+        if not run["grad_ckpt"]:
+            raise PlanError(f"--quant {self.quant}: prepare_model_for_kbit_training turns checkpointing on; "
+                            "plan the runs with grad_ckpt true")
+        if self.quant == "int8":
+            bnb = transformers.BitsAndBytesConfig(load_in_8bit=True)
+        else:
+            bnb = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=self.quant,
+                                                  bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+        with tempfile.TemporaryDirectory(prefix="lorasim-probe-") as d:
+            model.save_pretrained(d)
+            del model
+            self.free()
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                d, quantization_config=bnb, dtype=dtype, device_map={"": torch.cuda.current_device()},
+                attn_implementation=run["attn_impl"])
+        return peft.prepare_model_for_kbit_training(model)
 
     def run(self, model, vocab, run, lengths=None):
         """One measurement row; raises torch.cuda.OutOfMemoryError through. `lengths`: a
@@ -293,7 +342,16 @@ class Probe:
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
                 "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
                 "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
-                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe"}
+                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe",
+                **self.quant_columns(run)}
+
+    def quant_columns(self, run):
+        """The probe's optimizer is torch's AdamW (fused, as Trainer's default, unless the plain loop);
+        a quantized base is QLoRA's recipe, prepared."""
+        row = {"optim": "adamw_torch" if run["loop"] == "plain" else "adamw_torch_fused", "quant": self.quant}
+        if self.quant != "none":
+            row.update(double_quant=self.quant != "int8", kbit_prepare=True)
+        return row
 
     def free(self):
         gc.collect()
@@ -306,7 +364,7 @@ def label(run):
             f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}")
 
 
-def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
+def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
     """Measures every run of `plan` (a path or dict); returns (rows, failures). Rows go to `out` as they end.
     `lengths`: a function of no argument giving each run a fresh length_batches.LengthSampler.
 
@@ -318,7 +376,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
     if "torch" in sys.modules and device == "cuda":
         print("probe: torch was imported before the plan set the allocator; it may not apply", file=log)
     set_allocator(allocator)
-    probe = Probe(device, allocator, out, log)
+    probe = Probe(device, allocator, out, log, quant)
     t_imports = time.perf_counter() - t_start
     order, groups = [], {}
     for i, r in enumerate(runs, 1):
@@ -388,6 +446,9 @@ def main(argv=None):
     ap.add_argument("--padding", default="longest", help="with --lengths: longest, multiple:N or max_length")
     ap.add_argument("--max-length", type=int, help="with --lengths: truncate sequences at this many tokens")
     ap.add_argument("--seed", type=int, default=0, help="with --lengths: seeds the order of the sequences")
+    ap.add_argument("--quant", default="none", choices=QUANTS,
+                    help="reload each model through bitsandbytes (QLoRA: double quantization, compute dtype = the "
+                         "run's precision, prepare_model_for_kbit_training); CUDA and bitsandbytes only")
     args = ap.parse_args(argv)
     lengths = None
     try:
@@ -401,7 +462,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:
-        _, failures = run_plan(args.plan, lengths=lengths)
+        _, failures = run_plan(args.plan, lengths=lengths, quant=args.quant)
     except MissingDependency as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
