@@ -39,6 +39,25 @@ AdapterWidths adapter_widths(const Workload& w) {
   return a;
 }
 
+// LLM.int8's MatMul8bitLt keeps each frozen projection's input for its backward (ctx.tensors =
+// (CAt, subA, A)) whenever it needs an input gradient: the block's own tensors, shared by q/k/v
+// and by gate/up, and the contiguous attention output o reads. What an fp32 adapter already saves
+// (fp32_plain: the same tensors) is not counted twice. Block 0 without checkpointing: q/k/v's
+// input needs no gradient. The outlier columns (subA) depend on the weights and are left out.
+double int8_saved_inputs(const Workload& w, bool first, bool fp32_plain) {
+  const ActivationBytes act = activation_bytes(w);
+  const double h = static_cast<double>(w.arch.hidden_size), i = static_cast<double>(w.arch.intermediate_size);
+  const double qd = static_cast<double>(w.arch.q_dim());
+  auto shared = [&](bool adapted) { return fp32_plain && adapted && w.stack.lora_dropout == 0; };
+  const bool qkv = w.lora.has(Target::q) || w.lora.has(Target::k) || w.lora.has(Target::v);
+  double bytes = 0;
+  if (!first && !shared(qkv)) bytes += act.hidden * h;
+  if (!shared(w.lora.has(Target::gate) || w.lora.has(Target::up))) bytes += act.hidden * h;
+  if (!shared(w.lora.has(Target::down))) bytes += act.hidden * i;
+  if (!fp32_plain) bytes += act.attention * qd;  // fp32_plain: SDPA's saved output, as for o's adapter
+  return bytes;
+}
+
 }  // namespace
 
 double hf_block_saved_per_token(const Workload& w, bool first) {
@@ -70,6 +89,7 @@ double hf_block_saved_per_token(const Workload& w, bool first) {
   }
   bytes += adapter_saved_bytes(w) * (adapter_inputs + ad.count * r);
   if (w.stack.lora_dropout > 0) bytes += kDropoutMaskBytes * (ad.in - (first ? ad.qkv_in : 0.0));
+  if (w.train.weight_storage() == WeightFormat::int8) bytes += int8_saved_inputs(w, first, fp32_plain);
   if (a.qk_norm) bytes += (nq + nkv) * (4 * d + 4);
   if (w.stack.attn_impl == AttnImpl::eager) {
     // QK^T saves q and the repeated k; PV the probabilities and the repeated v; softmax its fp32

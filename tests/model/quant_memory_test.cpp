@@ -126,6 +126,18 @@ TEST(QuantMemoryTest, PreparedBaseSavesFp32Activations) {
   EXPECT_EQ(hf_activation_memory(w, 1).logits_buffer_bytes, n * V * 4);
 }
 
+TEST(QuantMemoryTest, Int8KeepsEachProjectionsInput) {
+  // MatMul8bitLt saves its input: under autocast q/k/v's (4h, fp32 once prepared), gate/up's (4h),
+  // down's (4i) and o's bf16 contiguous attention output (2 qd): 8192 + 8192 + 24576 + 4096 = 45056
+  // more than the 4-bit base's 151944.
+  Workload w = qlora();
+  w.train.weight_format = WeightFormat::int8;
+  EXPECT_EQ(hf_block_saved_per_token(w, false), 151944 + 45056);
+  // Without preparation everything is bf16: 115080 + 2 (2h + i + qd) = 115080 + 24576.
+  w.train.kbit_prepare = false;
+  EXPECT_EQ(hf_block_saved_per_token(w, false), 115080 + 24576);
+}
+
 TEST(QuantMemoryTest, PreparedBaseMustCheckpoint) {
   Workload w = qlora();
   w.train.grad_ckpt = false;
