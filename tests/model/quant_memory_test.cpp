@@ -138,6 +138,16 @@ TEST(QuantMemoryTest, Int8KeepsEachProjectionsInput) {
   EXPECT_EQ(hf_block_saved_per_token(w, false), 115080 + 24576);
 }
 
+TEST(QuantMemoryTest, Qwen3QloraStaticTotal) {
+  // Frozen 1972376592 + fp32 adapters and gradients 2 x 69730304 + AdamW 139460608 = 2251297808;
+  // the stack's extras: the dequantization buffer 26738688, autocast's bf16 adapter copies
+  // 2 x 17432576 = 34865152, the fp32 LM head's bf16 copy 2 x 151936 x 2048 = 622329856.
+  const Workload w = qlora();
+  EXPECT_EQ(static_memory(w).total(), 2251297808);
+  EXPECT_EQ(hf_extra_static_bytes(w), 26738688.0 + 34865152.0 + 622329856.0);
+  EXPECT_EQ(features(w, 1).static_bytes, 2935231504.0);
+}
+
 TEST(QuantMemoryTest, PreparedBaseMustCheckpoint) {
   Workload w = qlora();
   w.train.grad_ckpt = false;
