@@ -1,6 +1,7 @@
 // quantization_config -> QuantConfig, with errors that name the file and the key.
 #include "model/quant_config.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -31,13 +32,10 @@ std::string text_of(const json& q, const char* key, const std::string& src, cons
 }  // namespace
 
 std::optional<QuantConfig> parse_quantization_config(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ConfigError(source + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object()) return std::nullopt;  // hf_config's parser says what is wrong with it
+  // Malformed JSON is model/hf_config.h's to report, with its line: the architecture is read from
+  // the same file, and a command may ask for the quantization before it.
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
   auto it = j.find("quantization_config");
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_object())
@@ -75,6 +73,8 @@ std::optional<QuantConfig> parse_quantization_config(const std::string& text, co
 }
 
 std::optional<QuantConfig> load_quantization_config(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;  // load_hf_config says why
   std::ifstream in(path);
   if (!in) return std::nullopt;  // load_hf_config already refused an unreadable file
   std::stringstream ss;

@@ -17,7 +17,8 @@ struct QuantConfig {
   std::optional<Precision> compute;
 };
 
-/// The config's quantization_config: empty when it has none, or one that quantizes nothing.
+/// The config's quantization_config: empty when it has none, one that quantizes nothing, or the
+/// text is not a JSON object (model/hf_config.h's parser reports that, naming the line).
 /// Throws ConfigError naming `source` and the key for a method other than bitsandbytes, both
 /// load_in_4bit and load_in_8bit, or a malformed value.
 std::optional<QuantConfig> parse_quantization_config(const std::string& text, const std::string& source);

@@ -61,9 +61,16 @@ int64_t frozen_weight_bytes(const Workload& w) {
     projections = k.add(projections, stored_weight_bytes(stored, p.out_features, p.in_features, w.train.double_quant));
     projection_params = k.add(projection_params, k.mul(p.out_features, p.in_features));
   }
-  const int64_t rest_params = c.base - w.arch.num_layers * projection_params;
-  const int64_t rest_bytes_per = w.train.kbit_prepare ? 4 : bytes_per_element(w.train.precision);
-  const int64_t bytes = k.add(k.mul(w.arch.num_layers, projections), k.mul(rest_params, rest_bytes_per));
+  // Linear4bit.forward casts its bias to the compute dtype on the first call (`bias.data =
+  // bias.data.to(x.dtype)`), undoing the preparation's fp32 for Qwen2's q/k/v biases.
+  const int64_t e = bytes_per_element(w.train.precision);
+  const int64_t biases = w.arch.attention_bias && stored != WeightFormat::int8
+                             ? k.mul(w.arch.num_layers, k.add(w.arch.q_dim(), k.mul(2, w.arch.kv_dim())))
+                             : 0;
+  const int64_t rest_params = c.base - w.arch.num_layers * projection_params - biases;
+  const int64_t rest_bytes_per = w.train.kbit_prepare ? 4 : e;
+  const int64_t bytes = k.add(k.add(k.mul(w.arch.num_layers, projections), k.mul(rest_params, rest_bytes_per)),
+                              k.mul(biases, e));
   if (k.overflowed) throw too_large(w, "frozen weights");
   return bytes;
 }

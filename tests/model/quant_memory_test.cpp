@@ -51,6 +51,15 @@ TEST(QuantMemoryTest, Qwen3FrozenWeightsInNf4) {
   EXPECT_EQ(frozen_weight_bytes(w), 2 * count_params(w.arch, w.lora).base);
 }
 
+TEST(QuantMemoryTest, Qwen2BiasesComputeInTheComputeDtype) {
+  // qwen2.5-0.5b's q/k/v biases (896 + 2 x 128 per layer, 24 layers = 27648) go back to bf16 on
+  // the first forward of a Linear4bit; every other unquantized parameter stays fp32.
+  Workload w = qlora("qwen2.5-0.5b");
+  Workload no_bias = w;
+  no_bias.arch.attention_bias = false;
+  EXPECT_EQ(frozen_weight_bytes(w) - frozen_weight_bytes(no_bias), 2 * 27648);
+}
+
 TEST(QuantMemoryTest, Int8StoresAByteAndARowScale) {
   // LLM.int8: int8 weights and an fp32 SCB per output row. Block: q, o 4194304 + 8192; k, v
   // 2097152 + 4096; gate, up 12582912 + 24576; down 12582912 + 8192.
