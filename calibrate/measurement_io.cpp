@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "calibrate/measurement_checks.h"
+#include "calibrate/measurement_quant.h"
 #include "calibrate/measurement_run.h"
 #include "model/architecture.h"
 #include "model/atomic_file.h"
@@ -135,21 +136,6 @@ model::StackSpec stack_of(const std::function<std::string(const std::string&)>& 
   return s;
 }
 
-// quant (none|nf4|fp4|int8, default none), double_quant and kbit_prepare (default true, as the
-// QLoRA recipe and the CLI), optim (default adamw_torch).
-template <class Get>
-void read_quant_columns(const Get& get, model::TrainingSpec& t) {
-  const std::string quant = get("quant");
-  if (!quant.empty() && quant != "none") {
-    if (quant != "nf4" && quant != "fp4" && quant != "int8")
-      throw RowError("column quant: expected none, nf4, fp4 or int8, got '" + quant + "'");
-    t.weight_format = model::parse_weight_format(quant);
-  }
-  if (!get("double_quant").empty()) t.double_quant = to_bool("double_quant", get("double_quant"));
-  if (!get("kbit_prepare").empty()) t.kbit_prepare = to_bool("kbit_prepare", get("kbit_prepare"));
-  if (!get("optim").empty()) t.optimizer = model::parse_optimizer(get("optim"));
-}
-
 Measurement from_fields(const std::map<std::string, std::string>& f, const std::string& rows_dir,
                         std::map<std::string, model::Architecture>& cache) {
   auto get = [&](const std::string& k) -> std::string {
@@ -189,7 +175,7 @@ Measurement from_fields(const std::map<std::string, std::string>& f, const std::
       m.workload.lora.targets = model::parse_targets(t);
     }
     if (!get("precision").empty()) m.workload.train.precision = model::parse_precision(get("precision"));
-    read_quant_columns(get, m.workload.train);
+    read_quant_columns([&](const char* k) { return get(k); }, m.workload.train);  // measurement_quant.h
     m.workload.validate();
   } catch (const Error& e) {
     throw RowError(e.what());
@@ -404,10 +390,7 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     std::vector<std::string> cells = run_cells(m);
     if (!hash.empty()) cells.back() = hash;  // run_cells ends with model_config_sha256
     for (const std::string& cell : cells) out << ',' << cell;
-    const model::TrainingSpec& t = m.workload.train;
-    out << ',' << (t.quantized() ? model::weight_format_name(t.weight_storage()) : "none") << ','
-        << (t.double_quant ? "true" : "false") << ',' << (t.kbit_prepared() ? "true" : "false") << ','
-        << model::optimizer_name(t.optimizer);
+    for (const std::string& cell : quant_cells(m.workload.train)) out << ',' << cell;
     out << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");

@@ -24,7 +24,6 @@ Exit 0 when every run was attempted, 1 when some run failed for another reason t
 """
 import argparse
 import gc
-import importlib
 import json
 import os
 import statistics
@@ -33,6 +32,7 @@ import time
 
 from lorasim_hf import length_batches
 from lorasim_hf._deps import MissingDependency, require
+from lorasim_hf.probe_quant import QUANTS, PlanError, check_quant, load_quantized, quant_columns
 from lorasim_hf.rows import check_row, json_line, targets_cell
 from lorasim_hf.seen import device_columns
 
@@ -50,10 +50,6 @@ PROJECTIONS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate
 # Config keys that name files, code or a load-time dtype, not the architecture.
 _DROPPED_CONFIG_KEYS = ("torch_dtype", "dtype", "auto_map", "quantization_config", "transformers_version",
                         "_name_or_path", "name_or_path")
-
-
-class PlanError(ValueError):
-    pass
 
 
 def load_plan(source):
@@ -141,25 +137,6 @@ def hf_config_kwargs(run):
     return d
 
 
-QUANTS = ("none", "nf4", "fp4", "int8")
-
-
-def check_quant(quant, device):
-    """Refuses --quant where bitsandbytes cannot run it: on the CPU, or without bitsandbytes installed."""
-    if quant not in QUANTS:
-        raise PlanError(f"--quant must be one of {', '.join(QUANTS)}, got {quant!r}")
-    if quant == "none":
-        return
-    if device != "cuda":
-        raise PlanError(f"--quant {quant}: bitsandbytes quantizes on CUDA only; the plan runs on {device} "
-                        "(calibrate a quantized base on the GPU: `lorasim calibrate --stack hf-peft --device cuda`)")
-    try:
-        importlib.import_module("bitsandbytes")
-    except ImportError:
-        raise MissingDependency(f"--quant {quant} needs the python package bitsandbytes (pip install bitsandbytes)") \
-            from None
-
-
 class Probe:
     def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr, quant="none"):
         self.torch, self.transformers, self.peft = require("torch", "transformers", "peft")
@@ -189,7 +166,7 @@ class Probe:
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
                                                                    attn_implementation=run["attn_impl"])
         if self.quant != "none":
-            model = self.quantized(model, run, dtype)
+            model = load_quantized(self, model, run, dtype)
         targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
             PROJECTIONS[t] for t in run["lora_targets"].split(";")]
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
@@ -198,31 +175,6 @@ class Probe:
         if run["grad_ckpt"] and self.quant == "none":  # as Trainer does with gradient_checkpointing=True (it also enables input grads)
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         return model, cfg.vocab_size
-
-    def quantized(self, model, run, dtype):
-        """`model` saved and reloaded through bitsandbytes as a user loads a base for QLoRA
-        (BitsAndBytesConfig, QLoRA's double quantization, compute dtype = the run's precision), then
-        prepared by peft.prepare_model_for_kbit_training with its defaults (fp32 non-quantized
-        parameters, reentrant checkpointing)."""
-        import tempfile
-
-        torch, transformers, peft = self.torch, self.transformers, self.peft
-        if not run["grad_ckpt"]:
-            raise PlanError(f"--quant {self.quant}: prepare_model_for_kbit_training turns checkpointing on; "
-                            "plan the runs with grad_ckpt true")
-        if self.quant == "int8":
-            bnb = transformers.BitsAndBytesConfig(load_in_8bit=True)
-        else:
-            bnb = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=self.quant,
-                                                  bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
-        with tempfile.TemporaryDirectory(prefix="lorasim-probe-") as d:
-            model.save_pretrained(d)
-            del model
-            self.free()
-            model = transformers.AutoModelForCausalLM.from_pretrained(
-                d, quantization_config=bnb, dtype=dtype, device_map={"": torch.cuda.current_device()},
-                attn_implementation=run["attn_impl"])
-        return peft.prepare_model_for_kbit_training(model)
 
     def run(self, model, vocab, run, lengths=None):
         """One measurement row; raises torch.cuda.OutOfMemoryError through. `lengths`: a
@@ -346,12 +298,7 @@ class Probe:
                 **self.quant_columns(run)}
 
     def quant_columns(self, run):
-        """The probe's optimizer is torch's AdamW (fused, as Trainer's default, unless the plain loop);
-        a quantized base is QLoRA's recipe, prepared."""
-        row = {"optim": "adamw_torch" if run["loop"] == "plain" else "adamw_torch_fused", "quant": self.quant}
-        if self.quant != "none":
-            row.update(double_quant=self.quant != "int8", kbit_prepare=True)
-        return row
+        return quant_columns(self.quant, run)
 
     def free(self):
         gc.collect()

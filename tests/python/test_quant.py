@@ -74,15 +74,15 @@ def test_the_callback_detects_a_quantized_base(torch):
 
 
 def test_probe_refuses_quant_on_the_cpu_and_without_bitsandbytes(monkeypatch):
-    from lorasim_hf import probe
+    from lorasim_hf import probe, probe_quant
     from lorasim_hf._deps import MissingDependency
     with pytest.raises(probe.PlanError, match="bitsandbytes quantizes on CUDA only"):
         probe.check_quant("nf4", "cpu")
     with pytest.raises(probe.PlanError, match="--quant must be one of"):
         probe.check_quant("int4", "cuda")
     probe.check_quant("none", "cpu")
-    real = probe.importlib.import_module
-    monkeypatch.setattr(probe.importlib, "import_module",
+    real = probe_quant.importlib.import_module
+    monkeypatch.setattr(probe_quant.importlib, "import_module",
                         lambda n: (_ for _ in ()).throw(ImportError(n)) if n == "bitsandbytes" else real(n))
     with pytest.raises(MissingDependency, match="pip install bitsandbytes"):
         probe.check_quant("nf4", "cuda")
