@@ -259,6 +259,10 @@ int print_lengths(const Prepared& p, bool with_splits) {
   const sim::LengthsOptions options = lengths_options(p.lengths);
   sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
                                           : sim::simulate_lengths(p.request, options);
+  if (!with_splits) {  // recommend: nothing fits, would a 4-bit base? (cli/quant_hint.h)
+    const std::string quant = quant_fit_note(p.request, options, r);
+    if (!quant.empty()) r.result.notes.push_back(quant);
+  }
   const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r);
   r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r.result)}, p.plot_path);

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "simulator/lengths_sim.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -13,5 +14,7 @@ model::Workload qlora_workload(model::Workload w);
 /// fastest split and the flags, or "" when `req` is already quantized, not hf-peft, something
 /// fits, or the 4-bit base does not fit either.
 std::string quant_fit_note(const sim::Request& req, const sim::Result& r);
+/// The same for data of many lengths: whether the 4-bit base's worst micro-batch fits.
+std::string quant_fit_note(const sim::Request& req, const sim::LengthsOptions& options, const sim::LengthsResult& r);
 
 }  // namespace lorasim::cli

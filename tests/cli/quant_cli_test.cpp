@@ -108,4 +108,15 @@ TEST(QuantCliTest, RecommendSaysWhenA4BitBaseWouldFit) {
   EXPECT_NE(out.find("micro-batch 1 x accumulation 8"), std::string::npos) << out;
 }
 
+TEST(QuantCliTest, RecommendOnDataOfManyLengthsSaysItToo) {
+  const fs::path lengths = fs::temp_directory_path() / "lorasim-quant-lengths.txt";
+  write_file(lengths, "100\n400\n900\n1000\n");
+  const std::vector<std::string> base = {"recommend", "--gpu", "l4", "--model", "llama-3.1-8b", "--effective-batch",
+                                         "8", "--lengths", lengths.string(), "--max-length", "1024"};
+  const std::string out = ok(base);
+  EXPECT_NE(out.find("note: a 4-bit base would fit: with --quant nf4"), std::string::npos) << out;
+  const std::string nf4 = ok(with(base, {"--quant", "nf4"}));
+  EXPECT_NE(nf4.find("quantization_config: BitsAndBytesConfig(load_in_4bit=True"), std::string::npos) << nf4;
+}
+
 }  // namespace
