@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "calibrate/measurement_checks.h"
+#include "calibrate/measurement_quant.h"
 #include "calibrate/measurement_run.h"
 #include "model/architecture.h"
 #include "model/atomic_file.h"
@@ -33,7 +34,9 @@ const std::vector<std::string> kColumns = {
     "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
     // What describes the run (calibrate/measurement_run.h); absent in files written before them.
     "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
-    "new_shapes_per_step", "model_config_sha256"};
+    "new_shapes_per_step", "model_config_sha256",
+    // A quantized base and the optimizer (issue 18, model/quant_memory.h); absent before them.
+    "quant", "double_quant", "kbit_prepare", "optim"};
 const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
@@ -172,6 +175,7 @@ Measurement from_fields(const std::map<std::string, std::string>& f, const std::
       m.workload.lora.targets = model::parse_targets(t);
     }
     if (!get("precision").empty()) m.workload.train.precision = model::parse_precision(get("precision"));
+    read_quant_columns([&](const char* k) { return get(k); }, m.workload.train);  // measurement_quant.h
     m.workload.validate();
   } catch (const Error& e) {
     throw RowError(e.what());
@@ -386,6 +390,7 @@ void write_measurements_csv(const std::vector<Measurement>& rows, const std::str
     std::vector<std::string> cells = run_cells(m);
     if (!hash.empty()) cells.back() = hash;  // run_cells ends with model_config_sha256
     for (const std::string& cell : cells) out << ',' << cell;
+    for (const std::string& cell : quant_cells(m.workload.train)) out << ',' << cell;
     out << '\n';
   }
   model::write_file_atomically(path, out.str(), "measurements");

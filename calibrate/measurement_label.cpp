@@ -40,11 +40,27 @@ std::string stack_tag(const model::StackSpec& s) {
 
 }  // namespace
 
+namespace {
+// " nf4" (" nf4 no-dq", " nf4 unprepared") for a quantized base, " paged_adamw_8bit" for another
+// optimizer: rows that differ in them are different workloads. "" for a float base under AdamW.
+std::string quant_tag(const model::TrainingSpec& t) {
+  std::string tag;
+  if (t.quantized()) {
+    tag += std::string(" ") + model::weight_format_name(t.weight_storage());
+    if (t.weight_storage() != model::WeightFormat::int8 && !t.double_quant) tag += " no-dq";
+    if (!t.kbit_prepare) tag += " unprepared";
+  }
+  if (t.optimizer != model::Optimizer::adamw_torch) tag += std::string(" ") + model::optimizer_name(t.optimizer);
+  return tag;
+}
+}  // namespace
+
 std::string workload_label(const Measurement& m) {
   const auto& w = m.workload;
   return w.arch.name + " L=" + std::to_string(w.arch.num_layers) + " s=" + std::to_string(w.train.seq_len) +
          (w.train.grad_ckpt ? " ckpt" : "") + " r=" + std::to_string(w.lora.rank) + " " + w.lora.targets_string() +
-         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation) + " " + stack_tag(w.stack);
+         " " + model::precision_name(w.train.precision) + " B=" + std::to_string(m.micro_batch * m.accumulation) + " " + stack_tag(w.stack) +
+         quant_tag(w.train);
 }
 
 }  // namespace lorasim::calib

@@ -13,6 +13,7 @@
 #include "model/hf_config.h"
 #include "model/training_stack.h"
 #include "cli/format.h"
+#include "cli/quant_args.h"
 #include "cli/trainer_preset.h"
 
 namespace lorasim::cli {
@@ -36,9 +37,11 @@ void add_workload_options(OptionTable& t, WorkloadArgs& a) {
                      "gradient checkpointing of every decoder block: true (also the bare --grad-ckpt), false, or auto "
                      "(simulate and recommend: every split with it on and off, the fastest that fits recommended)");
   add_stack_options(t, a.stack);
+  add_quant_options(t, a);
 }
 
 GradCkpt grad_ckpt_mode(const WorkloadArgs& a) {
+  if (kbit_prepared(a)) return prepared_grad_ckpt(a);  // prepare_model_for_kbit_training's
   std::string text = a.grad_ckpt_default;
   if (a.grad_ckpt)
     text = *a.grad_ckpt;
@@ -128,6 +131,7 @@ model::Workload build_workload(const WorkloadArgs& given, bool bf16_supported) {
     w.train.precision = model::parse_precision(a.precision);
   w.train.grad_ckpt = ckpt == GradCkpt::on;
   w.stack = build_stack(a.stack);
+  apply_quant(a, w);
   w.validate();
   return w;
 }

@@ -49,6 +49,11 @@ struct WorkloadArgs {
   boost::optional<std::string> grad_ckpt;   ///< --grad-ckpt auto, true or false; unset: see grad_ckpt_mode
   std::string grad_ckpt_default = "false";  ///< a command sets its own before declaring (recommend: auto)
   boost::optional<std::string> trainer;     ///< --trainer sft, trainer or loop where the command has it (cli/trainer_preset.h)
+  // A quantized base (bitsandbytes, hf-peft only): cli/quant_args.h.
+  boost::optional<std::string> quant;         ///< none, nf4, fp4, int8; unset: the config's, else none
+  boost::optional<std::string> double_quant;  ///< bnb_4bit_use_double_quant; unset: the config's, else true
+  boost::optional<std::string> kbit_prepare;  ///< prepare_model_for_kbit_training; unset: true when quantized
+  std::string optim = "adamw_torch";          ///< TrainingArguments(optim=...)
   StackArgs stack;
 };
 /// The workload's options and the stack's (add_stack_options).

@@ -9,6 +9,7 @@
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/hf_arguments.h"
+#include "cli/quant_hint.h"
 #include "cli/lengths_args.h"
 #include "cli/lengths_output.h"
 #include "cli/measured_rows.h"
@@ -105,6 +106,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
                         {"step_time_s", s.step_time_s},
                         {"hf_args", hf_flags(hf)},
                         {"training_arguments", hf_json(hf)}};
+    if (req.workload.train.quantized()) j["recommended"]["quantization_config"] = bnb_config_json(req.workload);
   } else {
     j["recommended"] = nullptr;
   }
@@ -167,6 +169,10 @@ void print_recommendation(const sim::Request& req, const sim::Result& r, bool bo
     std::cout << " (" << fixed(slowest_fit.step_time_s / best.step_time_s, 1) << "x faster than "
               << split_name(slowest_fit, both) << ")";
   std::cout << "\nHF TrainingArguments: " << hf_flags(hf_arguments(best, req.workload)) << "\n";
+  const std::string bnb = bnb_config_python(req.workload);
+  if (!bnb.empty())
+    std::cout << "quantization_config: " << bnb << " (then peft.prepare_model_for_kbit_training(model)"
+              << (req.workload.train.kbit_prepare ? "" : ": not assumed") << ")\n";
 }
 
 /// The step time's range as a symmetric share of it, "±18%"; a measured split has no range.
@@ -253,6 +259,10 @@ int print_lengths(const Prepared& p, bool with_splits) {
   const sim::LengthsOptions options = lengths_options(p.lengths);
   sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
                                           : sim::simulate_lengths(p.request, options);
+  if (!with_splits) {  // recommend: nothing fits, would a 4-bit base? (cli/quant_hint.h)
+    const std::string quant = quant_fit_note(p.request, options, r);
+    if (!quant.empty()) r.result.notes.push_back(quant);
+  }
   const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r);
   r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
   if (!p.plot_path.empty()) write_svg({lengths_chart(p.request, p.profile, r)}, p.plot_path);
@@ -272,8 +282,12 @@ int print_lengths(const Prepared& p, bool with_splits) {
   return kOk;
 }
 
-sim::Result run_fixed(const Prepared& p) {
-  return p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request);
+/// `recommending`: when nothing fits, say whether a 4-bit base would (cli/quant_hint.h).
+sim::Result run_fixed(const Prepared& p, bool recommending = false) {
+  sim::Result r = p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request);
+  const std::string quant = recommending ? quant_fit_note(p.request, r) : "";
+  if (!quant.empty()) r.notes.push_back(quant);
+  return r;
 }
 
 }  // namespace
@@ -324,7 +338,7 @@ int cmd_recommend(const Args& args) {
                false, "auto", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, false);
-  const sim::Result r = run_fixed(p);
+  const sim::Result r = run_fixed(p, true);
   switch (p.format) {
     case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;

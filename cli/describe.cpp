@@ -16,7 +16,7 @@ nlohmann::json stack_json(const model::StackSpec& s) {
 
 nlohmann::json workload_json(const model::Workload& w) {
   const model::ParamCounts pc = model::count_params(w.arch, w.lora);
-  return {{"model", w.arch.name},
+  nlohmann::json j = {{"model", w.arch.name},
           {"num_layers", w.arch.num_layers},
           {"hidden_size", w.arch.hidden_size},
           {"vocab_size", w.arch.vocab_size},
@@ -29,6 +29,14 @@ nlohmann::json workload_json(const model::Workload& w) {
           {"base_params", pc.base},
           {"trainable_params", pc.trainable},
           {"stack", stack_json(w.stack)}};
+  // Said where they differ from a float base under torch's AdamW, so older outputs read the same.
+  if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch) {
+    j["quant"] = w.train.quantized() ? model::weight_format_name(w.train.weight_storage()) : "none";
+    j["double_quant"] = w.train.double_quant;
+    j["kbit_prepare"] = w.train.kbit_prepared();
+    j["optim"] = model::optimizer_name(w.train.optimizer);
+  }
+  return j;
 }
 
 nlohmann::json profile_json(const hw::Profile& p) {
@@ -41,11 +49,25 @@ nlohmann::json profile_json(const hw::Profile& p) {
           {"expected_memory_error", p.hw.value("expected_memory_error")}};
 }
 
+namespace {
+std::string optimizer_text(const model::Workload& w) {
+  return w.train.optimizer == model::Optimizer::adamw_torch ? "AdamW" : model::optimizer_name(w.train.optimizer);
+}
+// ", nf4 base (double quant, kbit-prepared)" for a quantized base, "" for a float one.
+std::string quant_text(const model::Workload& w) {
+  if (!w.train.quantized()) return "";
+  const bool four_bit = w.train.weight_storage() != model::WeightFormat::int8;
+  return std::string(", ") + model::weight_format_name(w.train.weight_storage()) + " base (" +
+         (four_bit ? (w.train.double_quant ? "double quant, " : "no double quant, ") : "") +
+         (w.train.kbit_prepare ? "kbit-prepared" : "not kbit-prepared") + ")";
+}
+}  // namespace
+
 std::string workload_line(const model::Workload& w, bool grad_ckpt_both) {
   return "seq " + std::to_string(w.train.seq_len) + ", " + model::precision_name(w.train.precision) +
          ", LoRA r=" + std::to_string(w.lora.rank) + " alpha=" + fixed(w.lora.alpha, w.lora.alpha == static_cast<int64_t>(w.lora.alpha) ? 0 : 2) +
          " on " + w.lora.targets_string() + ", " + (grad_ckpt_both ? "grad ckpt auto (each split off and on)" : w.train.grad_ckpt ? "grad ckpt" : "no grad ckpt") +
-         ", AdamW";
+         ", " + optimizer_text(w) + quant_text(w);
 }
 
 std::string profile_line(const hw::Profile& p) {

@@ -14,7 +14,33 @@ HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool wit
   a.fp16 = mixed && w.train.precision == model::Precision::fp16;
   a.with_lengths = with_lengths;
   a.group_by_length = group_by_length;
+  if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch)
+    a.optim = model::optimizer_name(w.train.optimizer);
   return a;
+}
+
+namespace {
+const char* torch_dtype(model::Precision p) {
+  return p == model::Precision::bf16 ? "bfloat16" : p == model::Precision::fp16 ? "float16" : "float32";
+}
+}  // namespace
+
+std::string bnb_config_python(const model::Workload& w) {
+  if (!w.train.quantized()) return "";
+  if (w.train.weight_storage() == model::WeightFormat::int8) return "BitsAndBytesConfig(load_in_8bit=True)";
+  return std::string("BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"") +
+         model::weight_format_name(w.train.weight_storage()) + "\", bnb_4bit_use_double_quant=" +
+         (w.train.double_quant ? "True" : "False") + ", bnb_4bit_compute_dtype=torch." +
+         torch_dtype(w.train.precision) + ")";
+}
+
+nlohmann::json bnb_config_json(const model::Workload& w) {
+  if (!w.train.quantized()) return nullptr;
+  if (w.train.weight_storage() == model::WeightFormat::int8) return {{"load_in_8bit", true}};
+  return {{"load_in_4bit", true},
+          {"bnb_4bit_quant_type", model::weight_format_name(w.train.weight_storage())},
+          {"bnb_4bit_use_double_quant", w.train.double_quant},
+          {"bnb_4bit_compute_dtype", torch_dtype(w.train.precision)}};
 }
 
 std::string hf_flags(const HfArguments& a) {
@@ -26,6 +52,7 @@ std::string hf_flags(const HfArguments& a) {
   else if (a.fp16) f += " --fp16 true";
   else f += " --bf16 false --fp16 false";
   if (a.group_by_length) f += " --group_by_length true";
+  if (!a.optim.empty()) f += " --optim " + a.optim;
   return f;
 }
 
@@ -36,6 +63,7 @@ nlohmann::json hf_json(const HfArguments& a) {
                       {"bf16", a.bf16},
                       {"fp16", a.fp16}};
   if (a.with_lengths) j["group_by_length"] = a.group_by_length;
+  if (!a.optim.empty()) j["optim"] = a.optim;
   return j;
 }
 

@@ -20,7 +20,17 @@ struct HfArguments {
   bool fp16 = false;  ///< autocast in fp16 (a GPU without bf16, or --precision fp16)
   bool with_lengths = false;     ///< data of many lengths: group_by_length is one of the arguments
   bool group_by_length = false;
+  /// TrainingArguments' optim where the prediction assumed one other than the default, or a
+  /// quantized base (QLoRA users pick theirs); empty: not said.
+  std::string optim;
 };
+
+/// The BitsAndBytesConfig a quantized base assumed, as Python:
+/// `BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+/// bnb_4bit_compute_dtype=torch.bfloat16)`; "" for a float base.
+std::string bnb_config_python(const model::Workload& w);
+/// The same as the keywords of from_pretrained's quantization_config; null for a float base.
+nlohmann::json bnb_config_json(const model::Workload& w);
 
 /// What `split` of `w` assumed. Mixed precision is Trainer's autocast: none for fp32 or an
 /// hf-peft stack without autocast (a half-precision model trained as loaded).

@@ -143,6 +143,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
         << " padding, worst micro-batch " << human_bytes(best.worst_reserved_bytes) << " reserved\n"
         << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
+    if (!bnb_config_python(w).empty()) out << "quantization_config: " << bnb_config_python(w) << "\n";
     out << "padding:     " << percent(f.padding_fraction) << " of the recommended split's tokens are padding";
     if (advice.next_best) {
       const sim::Split& n = res.splits[*advice.next_best];

@@ -3,6 +3,7 @@
 
 #include "model/checked.h"
 #include "model/error.h"
+#include "model/quant_memory.h"
 
 namespace lorasim::model {
 namespace {
@@ -82,10 +83,10 @@ StaticMemory static_memory(const Workload& w) {
   const ParamCounts c = count_params(w.arch, w.lora);
   Checked k;
   StaticMemory m;
-  m.weights_bytes = k.mul(c.base, bytes_per_element(w.train.precision));
+  m.weights_bytes = frozen_weight_bytes(w);     // each throws naming the model
   m.adapter_bytes = k.mul(c.trainable, 4);
   m.gradient_bytes = k.mul(c.trainable, 4);
-  m.optimizer_bytes = k.mul(c.trainable, 8);
+  m.optimizer_bytes = optimizer_state_bytes(w);
   k.add(k.add(m.weights_bytes, m.adapter_bytes), k.add(m.gradient_bytes, m.optimizer_bytes));  // total()
   if (k.overflowed) throw too_large(w.arch.name, "weight and optimizer bytes");
   return m;
@@ -247,6 +248,7 @@ namespace {
 constexpr int64_t kQuantBlock = 64;          // quantize_4bit's default blocksize
 constexpr int64_t kNestedBlock = 256;        // the double quantization of the absmax values
 constexpr int64_t kFourBitCodeBytes = 16 * 4;  // the NF4 / FP4 code, 16 fp32 values per matrix
+constexpr int64_t kNestedCodeBytes = 256 * 4;  // the nested state's copy of the 8-bit dynamic map
 int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 }  // namespace
 
@@ -265,7 +267,8 @@ int64_t stored_weight_bytes(WeightFormat f, int64_t rows, int64_t cols, bool dou
     case WeightFormat::nf4:
     case WeightFormat::fp4: {
       const int64_t blocks = ceil_div(n, kQuantBlock);
-      const int64_t absmax = double_quant ? blocks + 4 * ceil_div(blocks, kNestedBlock) + 4 : 4 * blocks;
+      const int64_t absmax =
+          double_quant ? blocks + 4 * ceil_div(blocks, kNestedBlock) + 4 + kNestedCodeBytes : 4 * blocks;
       bytes = k.add(k.add(ceil_div(n, 2), absmax), kFourBitCodeBytes);
       break;
     }

@@ -46,10 +46,10 @@ Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch);
 
 /// Memory that does not depend on the micro-batch.
 struct StaticMemory {
-  int64_t weights_bytes = 0;    ///< frozen base weights in the training precision
+  int64_t weights_bytes = 0;    ///< frozen base weights as stored (model/quant_memory.h)
   int64_t adapter_bytes = 0;    ///< fp32 adapter weights
   int64_t gradient_bytes = 0;   ///< fp32 adapter gradients
-  int64_t optimizer_bytes = 0;  ///< AdamW: two fp32 moments per trainable parameter
+  int64_t optimizer_bytes = 0;  ///< the optimizer's state (AdamW: two fp32 moments per trainable parameter)
   int64_t total() const { return weights_bytes + adapter_bytes + gradient_bytes + optimizer_bytes; }
 };
 /// Throws InputError naming the model when a byte count does not fit in int64.
@@ -107,7 +107,8 @@ double recompute_ops_per_micro_batch(const Workload& w);
 ///   nf4, fp4 (quantize_4bit, blocksize 64): ceil(n/2) packed bytes, a 16-entry fp32 code (64
 ///   bytes), and per block of 64 an absmax: fp32 (4 bytes) plainly, or with double quantization
 ///   (compress_statistics, as QLoRA does) one byte, plus an fp32 absmax per 256 of those bytes
-///   (the nested quantize_blockwise's blocksize) and one fp32 offset per matrix.
+///   (the nested quantize_blockwise's blocksize), one fp32 offset and the nested state's own
+///   copy of the 256-entry fp32 dynamic map (`code.to(device, copy=True)`: 1024 bytes) per matrix.
 /// Throws InputError when the count does not fit in int64.
 int64_t stored_weight_bytes(WeightFormat f, int64_t rows, int64_t cols, bool double_quant = true);
 /// The bytes per parameter of a matrix with `cols` columns and many rows, per-matrix constants

@@ -124,6 +124,16 @@ std::vector<Coefficient> coefficient_rows() {
       rate(device("loss_gbps", &K::loss_gbps, Term::device_traffic, [](F f, C) { return f.loss_bytes; },
                   "bandwidth of the softmax and loss over the vocabulary", in("time", 1, r, lin)),
            kGiga, false),
+      // bitsandbytes dequantizes each 4-bit / 8-bit projection into the compute dtype before a
+      // dense matmul (more than 1536 tokens), in each forward and again in the backward. Prior:
+      // the kernel reads a stored byte and writes ~3.9 (bf16 per NF4 parameter: 2 / 0.516) at
+      // ~2.9 TB/s (60% of the H200's HBM3e), 1.7e-12 s per stored byte; not yet fitted on
+      // measured rows, so not a profile key (the table's value is every profile's).
+      row("dequant_s_per_weight_byte", &K::dequant_s_per_weight_byte, Term::device_traffic,
+          [](F f, C) { return f.dequant_weight_bytes; },
+          "a quantized base's dequantization: device seconds per stored weight byte dequantized (forward "
+          "passes and backward)",
+          fixed(0), fixed(1.7e-12)),
       device("per_kernel_s", &K::per_kernel_s, Term::device_kernels, [](F f, C) { return f.host_ops; },
              "device time floor per operator (launch latency, tiny kernels)", in("time", 0, nn, lin)),
       device("overlap_loss", &K::overlap_loss, Term::shape, overlap_feature,

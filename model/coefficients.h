@@ -39,6 +39,9 @@ struct Features {
   double logits_bytes = 0;           ///< logits and loss buffers
   double recompute_bytes = 0;        ///< one checkpointed block rebuilt in backward
   double logits_buffer_bytes = 0;    ///< one logits tensor (the allocator's worst slack)
+  /// Stored bytes of a quantized base's projections dequantized per micro-batch (forward passes
+  /// and backward; model/quant_memory.h). Independent of the micro-batch; 0 for a float base.
+  double dequant_weight_bytes = 0;
   double static_bytes = 0;           ///< weights + adapters + gradients + optimizer state
   double lora_tensors = 0;           ///< adapter tensors (the optimizer's per-tensor work)
   double trainable_params = 0;       ///< adapter parameters (the optimizer's per-parameter work)
@@ -54,6 +57,7 @@ struct Coefficients {
   double device_scale = 1, head_device_scale = 1;  ///< a stack's device time over the device's terms
   double device_fixed_s = 0, gemm_tflops = 1, gemm_half_tokens = 0, head_tflops = 1, attention_tflops = 1;
   double memory_gbps = 1, loss_gbps = 1, per_kernel_s = 0, overlap_loss = 0, launch_queue_ops = 1024;
+  double dequant_s_per_weight_byte = 0;  ///< a quantized base's dequantization, per stored byte
   double optimizer_fixed_s = 0, optimizer_per_tensor_s = 0, optimizer_device_per_tensor_s = 0,
          optimizer_per_param_s = 0;
   double saved_scale = 1, attention_score_scale = 0, logits_scale = 1, workspace_bytes = 0;

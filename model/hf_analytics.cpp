@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "model/quant_memory.h"
+
 namespace lorasim::model {
 namespace {
 
@@ -37,18 +39,40 @@ AdapterWidths adapter_widths(const Workload& w) {
   return a;
 }
 
+// LLM.int8's MatMul8bitLt keeps each frozen projection's input for its backward (ctx.tensors =
+// (CAt, subA, A)) whenever it needs an input gradient: the block's own tensors, shared by q/k/v
+// and by gate/up, and the contiguous attention output o reads. What an fp32 adapter already saves
+// (fp32_plain: the same tensors) is not counted twice. Block 0 without checkpointing: q/k/v's
+// input needs no gradient. The outlier columns (subA) depend on the weights and are left out.
+double int8_saved_inputs(const Workload& w, bool first, bool fp32_plain) {
+  const ActivationBytes act = activation_bytes(w);
+  const double h = static_cast<double>(w.arch.hidden_size), i = static_cast<double>(w.arch.intermediate_size);
+  const double qd = static_cast<double>(w.arch.q_dim());
+  auto shared = [&](bool adapted) { return fp32_plain && adapted && w.stack.lora_dropout == 0; };
+  const bool qkv = w.lora.has(Target::q) || w.lora.has(Target::k) || w.lora.has(Target::v);
+  double bytes = 0;
+  if (!first && !shared(qkv)) bytes += act.hidden * h;
+  if (!shared(w.lora.has(Target::gate) || w.lora.has(Target::up))) bytes += act.hidden * h;
+  if (!shared(w.lora.has(Target::down))) bytes += act.hidden * i;
+  if (!fp32_plain) bytes += act.attention * qd;  // fp32_plain: SDPA's saved output, as for o's adapter
+  return bytes;
+}
+
 }  // namespace
 
 double hf_block_saved_per_token(const Workload& w, bool first) {
   const Architecture& a = w.arch;
-  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  // A float base: every activation in the compute precision. A prepared quantized base: fp32
+  // but for attention (model/quant_memory.h, activation_bytes).
+  const ActivationBytes act = activation_bytes(w);
+  const double e = act.hidden, ea_attn = act.attention;
   const double h = static_cast<double>(a.hidden_size), i = static_cast<double>(a.intermediate_size);
   const double qd = static_cast<double>(a.q_dim()), kvd = static_cast<double>(a.kv_dim());
   const double nq = static_cast<double>(a.num_heads), nkv = static_cast<double>(a.num_kv_heads);
   const double d = static_cast<double>(a.head_dim), s = static_cast<double>(w.train.seq_len);
   const double r = static_cast<double>(w.lora.rank);
   const AdapterWidths ad = adapter_widths(w);
-  const bool fp32_plain = e == 4 && !w.stack.autocast;
+  const bool fp32_plain = e == 4 && ea_attn == 4 && !w.stack.autocast;
   // RMSNorm saves its fp32 input copy and the fp32 reciprocal RMS; block 0's input norm saves
   // nothing when the embedding output needs no gradient.
   double bytes = (first ? 1.0 : 2.0) * (4 * h + 4);
@@ -65,15 +89,16 @@ double hf_block_saved_per_token(const Workload& w, bool first) {
   }
   bytes += adapter_saved_bytes(w) * (adapter_inputs + ad.count * r);
   if (w.stack.lora_dropout > 0) bytes += kDropoutMaskBytes * (ad.in - (first ? ad.qkv_in : 0.0));
+  if (w.train.weight_storage() == WeightFormat::int8) bytes += int8_saved_inputs(w, first, fp32_plain);
   if (a.qk_norm) bytes += (nq + nkv) * (4 * d + 4);
   if (w.stack.attn_impl == AttnImpl::eager) {
     // QK^T saves q and the repeated k; PV the probabilities and the repeated v; softmax its fp32
     // output (bf16 models: plus the cast copy PV saves).
     const double kv_rep = a.num_kv_heads < a.num_heads ? qd : kvd;
-    bytes += (qd + 2 * kv_rep) * e + nq * s * (e == 4 ? 4.0 : 4.0 + e);
+    bytes += (qd + 2 * kv_rep) * ea_attn + nq * s * (ea_attn == 4 ? 4.0 : 4.0 + ea_attn);
   } else {
     // Fused attention: q, k, v (un-repeated), the output and the fp32 log-sum-exp.
-    bytes += (2 * qd + 2 * kvd) * e + 4 * nq;
+    bytes += (2 * qd + 2 * kvd) * ea_attn + 4 * nq;
   }
   bytes += 3 * i * e;  // SiLU's input, silu(gate) and up
   return bytes;
@@ -86,13 +111,14 @@ LossTile fused_head_tile(const Workload& w) {
   // one buffer its forward and its backward each allocate.
   constexpr double kTokenChunk = 4096, kVocabChunk = 32768;
   return {std::min(static_cast<double>(w.arch.vocab_size), kVocabChunk) *
-              static_cast<double>(bytes_per_element(w.train.precision)),
+              activation_bytes(w).logits,
           kTokenChunk};
 }
 
 ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   const Architecture& a = w.arch;
-  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const ActivationBytes act = activation_bytes(w);
+  const double e = act.hidden;
   const double n = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
   const double L = static_cast<double>(a.num_layers), h = static_cast<double>(a.hidden_size);
   const double V = static_cast<double>(a.vocab_size);
@@ -118,15 +144,21 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   m.logits_bytes = fused ? n * h * 4 : n * V * 8;
   // The loss's large transient blocks, whose slack and one unreusable copy the reserved line and
   // the worst case count: the half-precision logits, or the fused head's input and its tile.
-  m.logits_buffer_bytes = fused ? n * h * e : n * V * e;
+  m.logits_buffer_bytes = fused ? n * h * e : n * V * act.logits;
   return m;
 }
 
 double hf_extra_static_bytes(const Workload& w) {
-  if (!w.stack.autocast) return 0;
+  // A quantized base: one projection's dequantized weight, whose block the allocator keeps.
+  const double dequant = dequant_buffer_bytes(w);
+  if (!w.stack.autocast) return dequant;
   const ParamCounts pc = count_params(w.arch, w.lora);
-  double bytes = 2.0 * static_cast<double>(pc.trainable);  // cached half copies of the adapters
-  if (w.train.precision == Precision::fp32) {
+  double bytes = dequant + 2.0 * static_cast<double>(pc.trainable);  // cached half copies of the adapters
+  if (w.train.kbit_prepared() && w.train.precision != Precision::fp32) {
+    // The fp32 LM head under autocast: F.linear's half-precision copy of its weight, saved for
+    // the input gradient (frozen weights are not autocast-cache leaves).
+    bytes += 2.0 * static_cast<double>(w.arch.vocab_size) * static_cast<double>(w.arch.hidden_size);
+  } else if (w.train.precision == Precision::fp32 && !w.train.quantized()) {
     double frozen_linear = 0;
     for (const Projection& p : block_projections(w.arch))
       frozen_linear += static_cast<double>(p.in_features) * static_cast<double>(p.out_features);
@@ -137,9 +169,25 @@ double hf_extra_static_bytes(const Workload& w) {
 }
 
 BlockTraffic hf_block_memory_traffic(const Workload& w) {
-  BlockTraffic t = block_memory_traffic(w);
-  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const ActivationBytes act = activation_bytes(w);
+  // A prepared quantized base runs the block's elementwise work in fp32.
+  Workload as_run = w;
+  if (act.hidden == 4) as_run.train.precision = Precision::fp32;
+  BlockTraffic t = block_memory_traffic(as_run);
+  const double e = act.hidden;
   const AdapterWidths ad = adapter_widths(w);
+  if (w.train.kbit_prepared() && e != act.attention) {
+    // bnb's Linear4bit / Linear8bitLt casts its fp32 input to the compute dtype and its output
+    // back (read 4, write c; read c, write 4), and the gradients the other way.
+    const double c = static_cast<double>(bytes_per_element(w.train.precision));
+    double in = 0, out = 0;
+    for (const Projection& p : block_projections(w.arch)) {
+      in += static_cast<double>(p.in_features);
+      out += static_cast<double>(p.out_features);
+    }
+    t.forward_bytes_per_token += (4 + c) * (in + out);
+    t.backward_bytes_per_token += (4 + c) * (in + out);
+  }
   // PEFT's cast of each adapter's input to fp32 (read e, write 4), autocast's cast back
   // (read 4, write 2); their gradients run the other way in the backward.
   const double casts = (e == 4 ? 0.0 : e + 4) + (w.stack.autocast ? 6.0 : 0.0);
@@ -170,13 +218,15 @@ double hf_memory_bound_bytes(const Workload& w, int64_t micro_batch) {
 }
 
 double hf_loss_bytes(const Workload& w, int64_t micro_batch) {
-  const double e = static_cast<double>(bytes_per_element(w.train.precision));
+  const double e = activation_bytes(w).logits;
   const double n = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
   // Upcast (read e, write 4), log-softmax (read 4, write 4), nll (read 4); backward: nll's
   // gradient (write 4), log-softmax's (read 8, write 4), the cast back (read 4, write e). The
   // fused head keeps its tiles on chip: only the head's input and output per token move.
   if (w.stack.fused_lm_head) return n * static_cast<double>(w.arch.hidden_size) * 4 * e;
-  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36);
+  // fp32 logits (a prepared quantized base without autocast): neither cast runs.
+  const double casts = e == 4 && w.train.precision != Precision::fp32 ? -8.0 : 0.0;
+  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36 + casts);
 }
 
 namespace {
@@ -185,18 +235,27 @@ namespace {
 double adapter_extra_forward_ops(const Workload& w) {
   return static_cast<double>(w.lora.targets.size()) * (2.0 + (w.stack.lora_dropout > 0 ? 1.0 : 0.0));
 }
+// bitsandbytes' extra kernels per frozen projection in the forward: the input cast, the output
+// cast, and the dequantization (double quantization: the absmax's, its offset, the weight's;
+// plain: the weight's). An approximation the fitted per-operator host cost absorbs.
+double quant_extra_forward_ops(const Workload& w) {
+  if (!w.train.quantized()) return 0;
+  const bool nested = w.train.double_quant && w.train.weight_storage() != WeightFormat::int8;
+  return static_cast<double>(block_projections(w.arch).size()) * (nested ? 5.0 : 3.0);
+}
+double extra_forward_ops(const Workload& w) { return adapter_extra_forward_ops(w) + quant_extra_forward_ops(w); }
 // The backward dispatches about 1.5 operators per forward operator (model/analytics.cpp).
 constexpr double kBackwardPerForward = 1.5;
 }  // namespace
 
 double hf_host_ops_per_micro_batch(const Workload& w) {
-  const double extra = adapter_extra_forward_ops(w) * static_cast<double>(w.arch.num_layers);
+  const double extra = extra_forward_ops(w) * static_cast<double>(w.arch.num_layers);
   return host_ops_per_micro_batch(w) + extra * ((w.train.grad_ckpt ? 2.0 : 1.0) + kBackwardPerForward);
 }
 
 double hf_recompute_ops_per_micro_batch(const Workload& w) {
   if (!w.train.grad_ckpt) return 0.0;
-  return recompute_ops_per_micro_batch(w) + adapter_extra_forward_ops(w) * static_cast<double>(w.arch.num_layers);
+  return recompute_ops_per_micro_batch(w) + extra_forward_ops(w) * static_cast<double>(w.arch.num_layers);
 }
 
 }  // namespace lorasim::model

@@ -1,6 +1,7 @@
 // The features every stack shares the shape of, and the stack objects by kind.
 #include "model/training_stack.h"
 
+#include "model/quant_memory.h"
 #include "model/stacks/hf_peft_stack.h"
 #include "model/stacks/lorasim_stack.h"
 
@@ -24,6 +25,7 @@ Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
   f.logits_bytes = act.logits_bytes;
   f.recompute_bytes = act.recompute_bytes;
   f.logits_buffer_bytes = act.logits_buffer_bytes;
+  f.dequant_weight_bytes = dequantized_weight_bytes(w);
   f.tokens = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
   const LossTile tile = loss_tile(w);
   f.loss_tile_bytes_per_token = tile.bytes_per_token;

@@ -103,6 +103,30 @@ WeightFormat weight_format_of(Precision p) {
   return WeightFormat::bf16;
 }
 
+bool is_quantized(WeightFormat f) {
+  return f == WeightFormat::int8 || f == WeightFormat::nf4 || f == WeightFormat::fp4;
+}
+
+const char* optimizer_name(Optimizer o) {
+  switch (o) {
+    case Optimizer::adamw_torch: return "adamw_torch";
+    case Optimizer::adamw_torch_fused: return "adamw_torch_fused";
+    case Optimizer::paged_adamw_8bit: return "paged_adamw_8bit";
+    case Optimizer::paged_adamw_32bit: return "paged_adamw_32bit";
+    case Optimizer::adamw_bnb_8bit: return "adamw_bnb_8bit";
+  }
+  return "?";
+}
+
+Optimizer parse_optimizer(const std::string& text) {
+  for (Optimizer o : {Optimizer::adamw_torch, Optimizer::adamw_torch_fused, Optimizer::paged_adamw_8bit,
+                      Optimizer::paged_adamw_32bit, Optimizer::adamw_bnb_8bit})
+    if (text == optimizer_name(o)) return o;
+  throw invalid("optim", "unknown optimizer '" + text +
+                             "': allowed are adamw_torch, adamw_torch_fused, paged_adamw_8bit, paged_adamw_32bit, "
+                             "adamw_bnb_8bit");
+}
+
 LengthDistribution TrainingSpec::length_distribution() const {
   return lengths ? *lengths : LengthDistribution::fixed(seq_len);
 }
@@ -127,6 +151,10 @@ void Workload::validate() const {
     throw invalid("padding", e.what());
   }
   check_weight_format(train);
+  if (train.kbit_prepared() && !train.grad_ckpt)
+    throw invalid("grad_ckpt", "prepare_model_for_kbit_training turns gradient checkpointing on: a prepared " +
+                                   std::string(weight_format_name(train.weight_storage())) +
+                                   " base trains with checkpointing (leave it on, or do not prepare the base)");
   if (train.data_parallel_processes <= 0)
     throw invalid("data_parallel_processes", "the number of data-parallel processes must be at least 1, got " +
                                                  str(train.data_parallel_processes));
@@ -136,7 +164,11 @@ void Workload::validate() const {
 void require_modelled(const Workload& w) {
   const TrainingSpec& t = w.train;
   const WeightFormat stored = t.weight_storage();
-  if (stored != weight_format_of(t.precision))
+  if (is_quantized(stored) && w.stack.kind != StackKind::hf_peft)
+    throw invalid("weight_format", std::string("the ") + stack_name(w.stack.kind) + " stack has no " +
+                                       weight_format_name(stored) + " base (bitsandbytes is not in LibTorch): " +
+                                       "predict a quantized base with the hf-peft stack");
+  if (!is_quantized(stored) && stored != weight_format_of(t.precision))
     throw invalid("weight_format",
                   std::string("base weights stored in ") + weight_format_name(stored) + " while computing in " +
                       precision_name(t.precision) + " are not modelled yet: the cost model counts the frozen " +

@@ -30,6 +30,17 @@ const char* weight_format_name(WeightFormat f);
 WeightFormat parse_weight_format(const std::string& text);
 /// The storage format of weights kept in the compute precision `p`.
 WeightFormat weight_format_of(Precision p);
+/// Whether `f` is one of bitsandbytes' quantized formats (int8, nf4, fp4).
+bool is_quantized(WeightFormat f);
+
+/// The optimizer over the adapters, as transformers' TrainingArguments(optim=...) names it:
+/// torch's AdamW (two fp32 moments), or bitsandbytes' AdamW with 8-bit or 32-bit block-wise
+/// state, paged (state in CUDA unified memory) or not. model/quant_memory.h counts their bytes.
+enum class Optimizer { adamw_torch, adamw_torch_fused, paged_adamw_8bit, paged_adamw_32bit, adamw_bnb_8bit };
+
+const char* optimizer_name(Optimizer o);
+/// Parses the names above; throws InputError (quantity "optim") otherwise.
+Optimizer parse_optimizer(const std::string& text);
 
 struct TrainingSpec {
   int64_t seq_len = 512;                ///< tokens per sequence when `lengths` is empty
@@ -47,11 +58,22 @@ struct TrainingSpec {
   std::optional<WeightFormat> weight_format;
   /// Processes training in data parallel, each on its own device (1: one device).
   int64_t data_parallel_processes = 1;
+  /// A 4-bit base: its absmax values quantized again (bnb_4bit_use_double_quant, QLoRA's recipe).
+  bool double_quant = true;
+  /// A quantized base prepared by PEFT's prepare_model_for_kbit_training: every parameter that is
+  /// not quantized (embeddings, LM head, norms, biases) cast to fp32, gradient checkpointing on
+  /// (validate() requires grad_ckpt). Ignored for a float base.
+  bool kbit_prepare = true;
+  Optimizer optimizer = Optimizer::adamw_torch;
 
   /// `lengths`, or the one-point distribution at `seq_len` when it is empty.
   LengthDistribution length_distribution() const;
   /// `weight_format`, or the format of `precision` when it is empty.
   WeightFormat weight_storage() const;
+  /// Whether the frozen projections are stored in a bitsandbytes format.
+  bool quantized() const { return is_quantized(weight_storage()); }
+  /// Whether prepare_model_for_kbit_training ran: a quantized base with kbit_prepare.
+  bool kbit_prepared() const { return quantized() && kbit_prepare; }
 };
 
 struct Workload {
@@ -68,7 +90,8 @@ struct Workload {
 };
 
 /// Throws InputError naming the first input of `w` that the cost model does not model yet:
-/// weights stored apart from the compute precision, or more than one data-parallel process. The
+/// float weights stored apart from the compute precision, a quantized base on a stack other
+/// than hf-peft (bitsandbytes is not in LibTorch), or more than one data-parallel process. The
 /// cost model's entry calls it, so such a workload is refused rather than predicted as if it were
 /// today's. `lengths` and `padding` pass: the cost model predicts rows of `seq_len` tokens, and
 /// simulator/lengths_sim.h evaluates one per padded length of the data.

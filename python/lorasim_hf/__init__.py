@@ -14,10 +14,10 @@ Importing the package needs neither torch nor transformers; the parts that do im
 when used and name the missing package (`MissingDependency`).
 """
 from lorasim_hf._deps import MissingDependency
-from lorasim_hf.recommend import LorasimError, training_arguments
+from lorasim_hf.recommend import LorasimError, quantization_config, training_arguments
 from lorasim_hf.rows import RowWriter, write_rows
 
-__all__ = ["LorasimCallback", "LorasimError", "MissingDependency", "RowWriter", "training_arguments", "tune",
+__all__ = ["LorasimCallback", "LorasimError", "MissingDependency", "RowWriter", "quantization_config", "training_arguments", "tune",
            "write_lengths", "write_rows"]
 
 

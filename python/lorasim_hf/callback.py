@@ -40,7 +40,12 @@ ROW_COLUMNS = ("model", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "
                "lora_targets", "precision", "oom", "step_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
                "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
                "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
-               "new_shapes_per_step", "model_config_sha256")
+               "new_shapes_per_step", "model_config_sha256", "quant", "double_quant", "kbit_prepare", "optim")
+# TrainingArguments.optim values lorasim counts (transformers' alias adamw_8bit is adamw_bnb_8bit).
+_OPTIMS = {"adamw_torch": "adamw_torch", "adamw_torch_fused": "adamw_torch_fused",
+           "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw_32bit": "paged_adamw_32bit",
+           "adamw_bnb_8bit": "adamw_bnb_8bit", "adamw_8bit": "adamw_bnb_8bit"}
+_DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
 def allocator_from_env(env=None):
@@ -106,6 +111,60 @@ def model_precision(model):
     params = list(model.parameters())
     frozen = [p for p in params if not p.requires_grad and p.is_floating_point()] or params
     return _PRECISIONS.get(frozen[0].dtype) if frozen else None
+
+
+def _quantization_config(base):
+    return getattr(base, "quantization_config", None) or getattr(base.config, "quantization_config", None)
+
+
+def _qget(qc, key, default=None):
+    return qc.get(key, default) if isinstance(qc, dict) else getattr(qc, key, default)
+
+
+def _dtype_name(dtype):
+    """'bf16' of torch.bfloat16 or 'bfloat16' / 'torch.bfloat16'; None otherwise."""
+    if dtype in _PRECISIONS:
+        return _PRECISIONS[dtype]
+    return _DTYPE_NAMES.get(str(dtype).replace("torch.", "")) if dtype is not None else None
+
+
+def quant_columns(model, args=None):
+    """quant, double_quant, kbit_prepare (and the compute precision) of a bitsandbytes base, and optim.
+
+    A quantized base is what transformers says it loaded (is_loaded_in_4bit / is_loaded_in_8bit, else
+    its quantization_config). prepare_model_for_kbit_training leaves the embeddings in fp32 under a
+    half-precision compute dtype: that is how its preparation is seen."""
+    base = _base_model(model)
+    row = {}
+    optim = getattr(getattr(args, "optim", None), "value", getattr(args, "optim", None)) if args is not None else None
+    if optim is not None:
+        if str(optim) in _OPTIMS:
+            row["optim"] = _OPTIMS[str(optim)]
+        else:
+            warnings.warn(f"LorasimCallback: optimizer {optim!r} is not one lorasim counts "
+                          f"({', '.join(sorted(set(_OPTIMS.values())))}); optim left out")
+    qc = _quantization_config(base)
+    four = bool(getattr(base, "is_loaded_in_4bit", False))
+    eight = bool(getattr(base, "is_loaded_in_8bit", False))
+    if qc is not None and not (four or eight):
+        four, eight = bool(_qget(qc, "load_in_4bit", False)), bool(_qget(qc, "load_in_8bit", False))
+    if not (four or eight):
+        row["quant"] = "none"
+        return row
+    if four:
+        row["quant"] = str(_qget(qc, "bnb_4bit_quant_type", "fp4")) if qc is not None else "nf4"
+        row["double_quant"] = bool(_qget(qc, "bnb_4bit_use_double_quant", False)) if qc is not None else False
+        compute = _dtype_name(_qget(qc, "bnb_4bit_compute_dtype")) if qc is not None else None
+    else:
+        row["quant"], row["double_quant"] = "int8", False
+        compute = _dtype_name(getattr(base.config, "dtype", None) or getattr(base.config, "torch_dtype", None))
+    # BitsAndBytesConfig computes a 4-bit base in fp32 unless told otherwise.
+    row["precision"] = compute or "fp32"
+    embeddings = base.get_input_embeddings() if hasattr(base, "get_input_embeddings") else None
+    weight = getattr(embeddings, "weight", None)
+    row["kbit_prepare"] = bool(weight is not None and weight.dtype == _torch.float32 and row["precision"] != "fp32") \
+        or (row["precision"] == "fp32" and bool(getattr(base, "is_gradient_checkpointing", False)))
+    return row
 
 
 def config_bytes(config):
@@ -235,6 +294,7 @@ class LorasimCallback(_transformers.TrainerCallback):
         row.update(self._seen.columns(args, self._collator))  # micro_batch, seq_len: what the model saw
         row.update(device_columns(_torch, args.device, getattr(args, "world_size", None)))
         row.update(lora_columns(model))
+        row.update(quant_columns(model, args))  # a bitsandbytes base: its compute dtype is the precision
         attn = getattr(config, "_attn_implementation", None)
         if attn in _ATTN:
             row["attn_impl"] = attn

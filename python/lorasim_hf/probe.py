@@ -32,6 +32,7 @@ import time
 
 from lorasim_hf import length_batches
 from lorasim_hf._deps import MissingDependency, require
+from lorasim_hf.probe_quant import QUANTS, PlanError, check_quant, load_quantized, quant_columns
 from lorasim_hf.rows import check_row, json_line, targets_cell
 from lorasim_hf.seen import device_columns
 
@@ -49,10 +50,6 @@ PROJECTIONS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate
 # Config keys that name files, code or a load-time dtype, not the architecture.
 _DROPPED_CONFIG_KEYS = ("torch_dtype", "dtype", "auto_map", "quantization_config", "transformers_version",
                         "_name_or_path", "name_or_path")
-
-
-class PlanError(ValueError):
-    pass
 
 
 def load_plan(source):
@@ -141,9 +138,11 @@ def hf_config_kwargs(run):
 
 
 class Probe:
-    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr):
+    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr, quant="none"):
         self.torch, self.transformers, self.peft = require("torch", "transformers", "peft")
         self.device, self.allocator, self.out, self.log = device, allocator, out, log
+        check_quant(quant, device)
+        self.quant = quant
         if device == "cuda" and not self.torch.cuda.is_available():
             raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
         self.cuda = device == "cuda"
@@ -166,12 +165,14 @@ class Probe:
         with torch.device(self.device):  # random init where the model runs: seconds, not a minute on the CPU
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
                                                                    attn_implementation=run["attn_impl"])
+        if self.quant != "none":
+            model = load_quantized(self, model, run, dtype)
         targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
             PROJECTIONS[t] for t in run["lora_targets"].split(";")]
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
                                target_modules=targets, bias="none", task_type="CAUSAL_LM")
         model = peft.get_peft_model(model, lora)
-        if run["grad_ckpt"]:  # as Trainer does with gradient_checkpointing=True (it also enables input grads)
+        if run["grad_ckpt"] and self.quant == "none":  # as Trainer does with gradient_checkpointing=True (it also enables input grads)
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         return model, cfg.vocab_size
 
@@ -293,7 +294,11 @@ class Probe:
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
                 "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
                 "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
-                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe"}
+                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe",
+                **self.quant_columns(run)}
+
+    def quant_columns(self, run):
+        return quant_columns(self.quant, run)
 
     def free(self):
         gc.collect()
@@ -306,7 +311,7 @@ def label(run):
             f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}")
 
 
-def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
+def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
     """Measures every run of `plan` (a path or dict); returns (rows, failures). Rows go to `out` as they end.
     `lengths`: a function of no argument giving each run a fresh length_batches.LengthSampler.
 
@@ -318,7 +323,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
     if "torch" in sys.modules and device == "cuda":
         print("probe: torch was imported before the plan set the allocator; it may not apply", file=log)
     set_allocator(allocator)
-    probe = Probe(device, allocator, out, log)
+    probe = Probe(device, allocator, out, log, quant)
     t_imports = time.perf_counter() - t_start
     order, groups = [], {}
     for i, r in enumerate(runs, 1):
@@ -388,6 +393,9 @@ def main(argv=None):
     ap.add_argument("--padding", default="longest", help="with --lengths: longest, multiple:N or max_length")
     ap.add_argument("--max-length", type=int, help="with --lengths: truncate sequences at this many tokens")
     ap.add_argument("--seed", type=int, default=0, help="with --lengths: seeds the order of the sequences")
+    ap.add_argument("--quant", default="none", choices=QUANTS,
+                    help="reload each model through bitsandbytes (QLoRA: double quantization, compute dtype = the "
+                         "run's precision, prepare_model_for_kbit_training); CUDA and bitsandbytes only")
     args = ap.parse_args(argv)
     lengths = None
     try:
@@ -401,7 +409,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:
-        _, failures = run_plan(args.plan, lengths=lengths)
+        _, failures = run_plan(args.plan, lengths=lengths, quant=args.quant)
     except MissingDependency as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -90,7 +90,7 @@ def _flag(name):
 # Options lorasim reads as whole numbers, and those it reads as true/false. Python would turn
 # 4.7 into "4.7" (or int() into 4) and 'false' into a true value; each is refused here instead.
 _WHOLE = ("effective_batch", "seq_len", "lora_rank")
-_BOOLEAN = ("autocast", "fused_lm_head")
+_BOOLEAN = ("autocast", "fused_lm_head", "double_quant", "kbit_prepare")
 _TRAINERS = ("sft", "trainer", "loop")
 
 # The TrainingArguments lorasim's JSON gives (recommended.training_arguments), by type.
@@ -173,29 +173,18 @@ def hf_arguments(recommended):
             raise LorasimError(f"lorasim recommend gave {key}={args.get(key)!r}: not true or false")
     if "group_by_length" in args and not isinstance(args["group_by_length"], bool):
         raise LorasimError(f"lorasim recommend gave group_by_length={args['group_by_length']!r}: not true or false")
+    if "optim" in args and not isinstance(args["optim"], str):
+        raise LorasimError(f"lorasim recommend gave optim={args['optim']!r}: not a string")
     if args["bf16"] and args["fp16"]:
         raise LorasimError("lorasim recommend gave both bf16 and fp16: TrainingArguments takes one")
     return out
 
 
-def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, trainer=None,
-                       lora_rank=None, lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
-                       lora_dropout=None, allocator=None, autocast=None, fused_lm_head=None, memory_limit=None,
-                       safety_margin=None, lorasim=None):
-    """lorasim's fastest split that fits, as every TrainingArguments keyword its prediction assumed:
-    {"per_device_train_batch_size": b, "gradient_accumulation_steps": a, "gradient_checkpointing": ...,
-    "bf16": ..., "fp16": ...}, so `TrainingArguments(output_dir=..., **split)` trains what was predicted.
-
-    `model` is a preset name (`lorasim models`) or a config.json path; options left at None
-    are not passed (lorasim's defaults apply: grad_ckpt None is "auto", checkpointing weighed on
-    and off). With TRL's SFTTrainer pass trainer="sft" (its defaults: fused LM head, checkpointing
-    weighed). Raises LorasimError when the binary is missing, fails, or no split fits.
-    """
+def _recommended(model, effective_batch, seq_len, gpu, profile, lorasim, grad_ckpt, **options):
+    """lorasim's `recommended` object for these arguments; LorasimError when no split fits (saying
+    whether a 4-bit base would, where lorasim says so)."""
     cmd = recommend_command(model, effective_batch, seq_len, gpu=gpu, profile=profile, lorasim=lorasim,
-                            grad_ckpt=grad_ckpt, trainer=trainer, lora_rank=lora_rank, lora_alpha=lora_alpha,
-                            lora_targets=lora_targets, precision=precision, stack=stack, attn_impl=attn_impl,
-                            lora_dropout=lora_dropout, allocator=allocator, autocast=autocast,
-                            fused_lm_head=fused_lm_head, memory_limit=memory_limit, safety_margin=safety_margin)
+                            grad_ckpt=grad_ckpt, **options)
     result = run_json(cmd)
     best = result.get("recommended")
     if best is None:
@@ -203,6 +192,46 @@ def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, 
         where = f" in {limit / 2**30:.1f} GiB usable" if isinstance(limit, (int, float)) else ""
         tried = "" if grad_ckpt is False else " with or without gradient checkpointing"
         hint = "grad_ckpt='auto', " if grad_ckpt is False else ""
+        four_bit = [n for n in result.get("notes", []) if isinstance(n, str) and n.startswith("a 4-bit base would fit")]
+        quant = f" ({four_bit[0]}: pass quant='nf4')" if four_bit else ""
         raise LorasimError(f"no split of effective batch {effective_batch} at {seq_len} tokens fits{where}{tried}; "
-                           f"try {hint}a shorter seq_len, or a smaller effective batch")
+                           f"try {hint}a shorter seq_len, or a smaller effective batch{quant}")
+    return best
+
+
+def quantization_config(model, effective_batch, seq_len, gpu=None, profile=None, *, quant=None, double_quant=None,
+                        lorasim=None, **options):
+    """The BitsAndBytesConfig keywords lorasim's recommendation assumed ({"load_in_4bit": True,
+    "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}),
+    for `BitsAndBytesConfig(**kw)`; None for a float base. Arguments as training_arguments'."""
+    best = _recommended(model, effective_batch, seq_len, gpu, profile, lorasim, options.pop("grad_ckpt", None),
+                        quant=quant, double_quant=double_quant, **options)
+    config = best.get("quantization_config")
+    if config is not None and not isinstance(config, dict):
+        raise LorasimError(f"lorasim recommend gave quantization_config={config!r}: not an object")
+    return config
+
+
+def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, trainer=None,
+                       lora_rank=None, lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
+                       lora_dropout=None, allocator=None, autocast=None, fused_lm_head=None, memory_limit=None,
+                       safety_margin=None, quant=None, double_quant=None, kbit_prepare=None, optim=None,
+                       lorasim=None):
+    """lorasim's fastest split that fits, as every TrainingArguments keyword its prediction assumed:
+    {"per_device_train_batch_size": b, "gradient_accumulation_steps": a, "gradient_checkpointing": ...,
+    "bf16": ..., "fp16": ...}, so `TrainingArguments(output_dir=..., **split)` trains what was predicted.
+
+    `model` is a preset name (`lorasim models`) or a config.json path; options left at None
+    are not passed (lorasim's defaults apply: grad_ckpt None is "auto", checkpointing weighed on
+    and off). With TRL's SFTTrainer pass trainer="sft" (its defaults: fused LM head, checkpointing
+    weighed). A quantized base: quant="nf4" (or "fp4", "int8"; double_quant, kbit_prepare as
+    lorasim's flags), and the result says `optim`; quantization_config() gives its BitsAndBytesConfig.
+    Raises LorasimError when the binary is missing, fails, or no split fits.
+    """
+    best = _recommended(model, effective_batch, seq_len, gpu, profile, lorasim, grad_ckpt, trainer=trainer,
+                        lora_rank=lora_rank, lora_alpha=lora_alpha, lora_targets=lora_targets, precision=precision,
+                        stack=stack, attn_impl=attn_impl, lora_dropout=lora_dropout, allocator=allocator,
+                        autocast=autocast, fused_lm_head=fused_lm_head, memory_limit=memory_limit,
+                        safety_margin=safety_margin, quant=quant, double_quant=double_quant,
+                        kbit_prepare=kbit_prepare, optim=optim)
     return hf_arguments(best)

@@ -20,16 +20,19 @@ COLUMNS = (
     # What describes the run (issue 17): where it ran and what the model saw.
     "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
     "new_shapes_per_step", "model_config_sha256",
+    # A quantized base and the optimizer (issue 18).
+    "quant", "double_quant", "kbit_prepare", "optim",
 )
 REQUIRED = ("model", "seq_len", "micro_batch")
 _INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "peak_allocated_bytes",
          "peak_reserved_bytes", "device_memory_bytes", "processes"}
 _FLOATS = {"lora_alpha", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s", "optimizer_time_s",
            "lora_dropout", "real_tokens", "new_shapes_per_step"}
-_BOOLS = {"grad_ckpt", "oom", "autocast", "fused_lm_head"}
+_BOOLS = {"grad_ckpt", "oom", "autocast", "fused_lm_head", "double_quant", "kbit_prepare"}
 _CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim"),
             "attn_impl": ("sdpa", "eager", "flash_attention_2"), "allocator": ("default", "expandable"),
-            "loop": ("trainer", "plain", "probe")}
+            "loop": ("trainer", "plain", "probe"), "quant": ("none", "nf4", "fp4", "int8"),
+            "optim": ("adamw_torch", "adamw_torch_fused", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb_8bit")}
 TARGET_NAMES = ("q", "k", "v", "o", "gate", "up", "down")
 COLLATIONS = ("fixed", "longest", "max_length", "packed", "padding-free")  # and multiple:N
 _SHA256 = re.compile(r"[0-9a-f]{64}")

@@ -129,12 +129,12 @@ TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
   std::getline(in, header);
   const std::string tail = ",stack,attn_impl,lora_dropout,allocator,autocast,loop,fused_lm_head,device,"
                            "device_memory_bytes,processes,collation,padded_lengths,real_tokens,new_shapes_per_step,"
-                           "model_config_sha256";
+                           "model_config_sha256,quant,double_quant,kbit_prepare,optim";
   ASSERT_GE(header.size(), tail.size());
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   std::string first;
   std::getline(in, first);
-  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,";
+  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,,none,true,false,adamw_torch";
   ASSERT_GE(first.size(), cells.size());
   EXPECT_EQ(first.substr(first.size() - cells.size()), cells);
   const auto back = load_measurements(dir / "runs.csv");
@@ -164,6 +164,35 @@ TEST(MeasurementStackTest, RowsOfAnotherStackFormAnotherGroup) {
   EXPECT_EQ(workload_label(rows[1]), "tiny L=2 s=64 r=16 q,k,v,o,gate,up,down bf16 B=8 hf-peft");
   EXPECT_EQ(workload_label(rows[2]),
             "tiny L=2 s=64 r=16 q,k,v,o,gate,up,down bf16 B=8 hf-peft dropout=0.05 expandable-alloc");
+}
+
+// Issue 18: a QLoRA row names its base, double quantization, preparation and optimizer; rows
+// without the columns are a float base under torch's AdamW.
+TEST(MeasurementStackTest, QuantColumnsReadAndWriteBack) {
+  const std::string head = "model,seq_len,micro_batch,step_time_s,grad_ckpt,stack,quant,double_quant,kbit_prepare,optim\n";
+  const auto rows = parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,nf4,true,true,paged_adamw_8bit\n", "csv", "m.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  const model::TrainingSpec& t = rows[0].workload.train;
+  EXPECT_EQ(t.weight_storage(), model::WeightFormat::nf4);
+  EXPECT_TRUE(t.double_quant && t.kbit_prepared());
+  EXPECT_EQ(t.optimizer, model::Optimizer::paged_adamw_8bit);
+  const auto plain = parse_measurements("model,seq_len,micro_batch,step_time_s\ntiny,64,2,0.5\n", "csv", "m.csv");
+  EXPECT_FALSE(plain[0].workload.train.quantized());
+  EXPECT_EQ(plain[0].workload.train.optimizer, model::Optimizer::adamw_torch);
+  // Bad cells say their column; a prepared base without checkpointing contradicts itself.
+  EXPECT_THROW(parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,int4,true,true,adamw_torch\n", "csv", "m.csv"),
+               ConfigError);
+  EXPECT_THROW(parse_measurements(head + "tiny,64,2,0.5,false,hf-peft,nf4,true,true,adamw_torch\n", "csv", "m.csv"),
+               ConfigError);
+  EXPECT_THROW(parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,nf4,true,true,sgd\n", "csv", "m.csv"), ConfigError);
+  const fs::path dir = fs::temp_directory_path() / "lorasim-quant-rows";
+  fs::create_directories(dir);
+  write_measurements_csv(rows, dir / "runs.csv");
+  const auto back = load_measurements(dir / "runs.csv");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].workload.train.weight_storage(), model::WeightFormat::nf4);
+  EXPECT_EQ(back[0].workload.train.optimizer, model::Optimizer::paged_adamw_8bit);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -52,6 +52,8 @@ def test_row_from_a_trainer_run(tmp_path, torch):
     assert config["model_type"] == "llama" and config["hidden_size"] == 32 and config["rope_theta"] == 10000.0
     assert row.pop("step_time_s") > 0
     assert row.pop("device_memory_bytes") > 0
+    # A float base under TrainingArguments' default optimizer (issue 18's columns).
+    assert (row.pop("quant"), row.pop("optim")) == ("none", "adamw_torch_fused")
     assert row == {"seq_len": 16, "micro_batch": 2, "accumulation": 2, "grad_ckpt": True, "lora_rank": 4,
                    "lora_alpha": 8.0, "lora_targets": "q;v", "precision": "fp32", "oom": False, "stack": "hf-peft",
                    "attn_impl": "sdpa", "lora_dropout": 0.05, "allocator": "default", "autocast": False,
