@@ -54,15 +54,6 @@ double hf_layer_saved_per_token(const Workload& w, int64_t layer, bool first) {
   return block_saved(w, first, sdpa_masked(w, layer));
 }
 
-double hf_attention_mask_bytes(const Workload& w, int64_t micro_batch) {
-  for (int64_t l = 0; l < w.arch.num_layers; ++l)
-    if (sdpa_masked(w, l)) {
-      const double s = static_cast<double>(w.train.seq_len);
-      return static_cast<double>(micro_batch) * s * s;  // one bool (b, 1, s, s) mask for the local layers
-    }
-  return 0;
-}
-
 namespace {
 
 double block_saved(const Workload& w, bool first, bool masked) {
@@ -106,6 +97,9 @@ double block_saved(const Workload& w, bool first, bool masked) {
     // applies it inside the kernel.
     const double kv_saved = masked && a.num_kv_heads < a.num_heads ? qd : kvd;
     bytes += (2 * qd + 2 * kv_saved) * e + 4 * nq;
+    // A mask is converted to an additive bias in the query's dtype (b x 1 x s x s) at every call,
+    // and the kernel saves that copy.
+    if (masked) bytes += s * e;
   }
   // Phi-3 slices v out of qkv_proj's output; where attention saves that view (not a repeated
   // copy) it keeps the whole q + 2 kv wide output alive.
@@ -144,8 +138,6 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   // Gemma 2's soft-capped logits, c tanh(logits / c): tanh saves its output (compute precision).
   const double softcap = !fused && a.final_logit_softcap > 0 ? V * e : 0.0;
   const double outer = fused ? (4 * h + 4) + h * e + 4 + 8 : (4 * h + 4) + 4 * V + 8 + softcap;
-  // The sliding-window mask sdpa saves (one for all local layers), bytes per token.
-  const double mask = hf_attention_mask_bytes(w, micro_batch) / std::max(1.0, n);
   ActivationMemory m;
   if (w.train.grad_ckpt) {
     // Non-reentrant checkpointing keeps each block's input; one block is rebuilt at a time in
@@ -153,14 +145,14 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
     // the log-softmax output and the soft-cap's tanh the saved bytes include). The largest block.
     double largest = block;
     for (int64_t l = 0; l < a.num_layers; ++l) largest = std::max(largest, hf_layer_saved_per_token(w, l, false));
-    m.saved_bytes = n * (L * h * e + outer + mask);
+    m.saved_bytes = n * (L * h * e + outer);
     m.recompute_bytes = std::max(1.0, n * (largest + 2 * h * e - (fused ? 0.0 : 4 * V + softcap)));
   } else if (a.local_layer_count() == 0) {
     m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
   } else {
     double blocks = 0;
     for (int64_t l = 0; l < a.num_layers; ++l) blocks += hf_layer_saved_per_token(w, l, l == 0);
-    m.saved_bytes = n * (blocks + outer + mask);
+    m.saved_bytes = n * (blocks + outer);
   }
   // The start of the backward: nll_loss's gradient and log-softmax's input gradient, fp32 (the
   // fused head: the gradient of its input, fp32, and the one logits tile its backward reuses for

@@ -14,11 +14,8 @@ namespace lorasim::model {
 /// checkpointing, whose input (the frozen embedding's output) needs no gradient.
 double hf_block_saved_per_token(const Workload& w, bool first);
 /// The same for layer `layer` (0-based): a local layer whose sdpa call gets a sliding-window mask
-/// saves k and v repeated to every query head.
+/// saves k and v repeated to every query head and the mask as an additive bias (s elements a token).
 double hf_layer_saved_per_token(const Workload& w, int64_t layer, bool first);
-/// The sliding-window mask sdpa saves for the local layers (b x s x s bools, one for all of
-/// them), bytes for the micro-batch; 0 when no layer gets one.
-double hf_attention_mask_bytes(const Workload& w, int64_t micro_batch);
 
 /// The logits tile TRL's fused LM head projects into, one chunk of tokens by one chunk of the
 /// vocabulary at a time: allocated while the loss runs, forward and backward. None unfused.

@@ -1,0 +1,61 @@
+"""What autograd saves in tiny random Gemma 2, Gemma 3 and Phi-3 models with PEFT LoRA (CPU), against
+what the lorasim binary counts (model/hf_analytics.cpp), as tests/python/test_saved_tensors.py does for
+Llama and Qwen3: the growth of the saved bytes from 2 to 4 sequences must agree to the byte.
+
+The shapes exercise what these architectures add: Gemma's four norms a block, its soft-capped logits
+and scores (eager), local layers whose window is shorter than the sequence (a mask, and under sdpa
+k and v repeated) or longer (no mask), Gemma 3's q/k norms, Phi-3's fused qkv_proj and gate_up_proj
+(whose v slice keeps the whole qkv output alive).
+"""
+import argparse
+
+import pytest
+
+from conftest import lorasim_binary
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from lorasim_hf import saved_tensors as st  # noqa: E402
+from test_saved_tensors import BASE_PROFILE  # noqa: E402
+
+B, S, R = 2, 24, 8
+GEMMA = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "head_dim": 32, "vocab_size": 256, "num_hidden_layers": 4, "query_pre_attn_scalar": 32}
+TINY = {
+    # window 16 < S: the local layers (0 and 2) get a mask; soft-caps on.
+    "gemma2": dict(GEMMA, model_type="gemma2", sliding_window=16),
+    # window 64 > S: no mask; Gemma 2's soft-caps on.
+    "gemma2-wide": dict(GEMMA, model_type="gemma2", sliding_window=64),
+    "gemma3": dict(GEMMA, model_type="gemma3_text", sliding_window=16, sliding_window_pattern=2),
+    "phi3": {"model_type": "phi3", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+             "num_key_value_heads": 4, "vocab_size": 256, "num_hidden_layers": 2, "pad_token_id": 0,
+             "bos_token_id": 1, "eos_token_id": 2},
+    # GQA: sdpa passes enable_gqa, so v stays a view of qkv; eager repeats it.
+    "phi3-gqa": {"model_type": "phi3", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "vocab_size": 256, "num_hidden_layers": 2, "pad_token_id": 0,
+                 "bos_token_id": 1, "eos_token_id": 2, "sliding_window": 16},
+}
+PHI3_TARGETS = ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]
+
+
+def case(model, precision, autocast, attn_impl):
+    targets = PHI3_TARGETS if model.startswith("phi3") else st.ALL_TARGETS
+    return argparse.Namespace(micro_batch=B, seq_len=S, rank=R, alpha=2 * R, targets=list(targets),
+                              lora_dropout=0.0, precision=precision, autocast=autocast, attn_impl=attn_impl,
+                              device="cpu", sdpa_backend=None, use_cache="config")
+
+
+@pytest.mark.parametrize("model", list(TINY))
+@pytest.mark.parametrize("precision, autocast, attn_impl", [
+    ("fp32", False, "sdpa"), ("fp32", False, "eager"), ("bf16", True, "sdpa"), ("bf16", True, "eager"),
+    ("bf16", False, "sdpa")])
+def test_lorasim_counts_what_autograd_saves(model, precision, autocast, attn_impl):
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
+    c = st.compare_with_lorasim(case(model, precision, autocast, attn_impl), dict(TINY[model]), BASE_PROFILE,
+                                lorasim=exe)
+    assert c["measured_growth_bytes"] > 0
+    assert c["lorasim_growth_bytes"] == c["measured_growth_bytes"], c
