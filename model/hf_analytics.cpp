@@ -101,10 +101,11 @@ double block_saved(const Workload& w, bool first, bool masked) {
     // and the kernel saves that copy.
     if (masked) bytes += s * e;
   }
-  // Phi-3 slices v out of qkv_proj's output; where attention saves that view (not a repeated
-  // copy) it keeps the whole q + 2 kv wide output alive.
-  const bool v_repeated = a.num_kv_heads < a.num_heads && (w.stack.attn_impl == AttnImpl::eager || masked);
-  if (a.fused_qkv && !v_repeated && w.stack.attn_impl != AttnImpl::flash_attention_2) bytes += (qd + kvd) * e;
+  // Phi-3 slices v out of qkv_proj's output (without a KV cache, as Trainer runs): where the fused
+  // kernel saves that view (v not repeated), it keeps the whole q + 2 kv wide output alive. Eager's
+  // matmul saves a contiguous copy instead, and RoPE's outputs are new tensors.
+  const bool v_view_saved = w.stack.attn_impl != AttnImpl::eager && !(masked && a.num_kv_heads < a.num_heads);
+  if (a.fused_qkv && v_view_saved) bytes += (qd + kvd) * e;
   // SiLU's (GeGLU: GELU's) input, its output and up; Phi-3's gate and up are halves of one
   // tensor, 2i wide, both saved.
   bytes += 3 * i * e;

@@ -5,7 +5,8 @@ Llama and Qwen3: the growth of the saved bytes from 2 to 4 sequences must agree 
 The shapes exercise what these architectures add: Gemma's four norms a block, its soft-capped logits
 and scores (eager), local layers whose window is shorter than the sequence (a mask, and under sdpa
 k and v repeated) or longer (no mask), Gemma 3's q/k norms, Phi-3's fused qkv_proj and gate_up_proj
-(whose v slice keeps the whole qkv output alive).
+(whose v slice keeps the whole qkv output alive). Without a KV cache, as Trainer and the probe run
+(use_cache False): with one, k and v would be the cache's copies.
 """
 import argparse
 
@@ -44,13 +45,27 @@ def case(model, precision, autocast, attn_impl):
     targets = PHI3_TARGETS if model.startswith("phi3") else st.ALL_TARGETS
     return argparse.Namespace(micro_batch=B, seq_len=S, rank=R, alpha=2 * R, targets=list(targets),
                               lora_dropout=0.0, precision=precision, autocast=autocast, attn_impl=attn_impl,
-                              device="cpu", sdpa_backend=None, use_cache="config")
+                              device="cpu", sdpa_backend=None, use_cache="false")
 
 
-@pytest.mark.parametrize("model", list(TINY))
-@pytest.mark.parametrize("precision, autocast, attn_impl", [
-    ("fp32", False, "sdpa"), ("fp32", False, "eager"), ("bf16", True, "sdpa"), ("bf16", True, "eager"),
-    ("bf16", False, "sdpa")])
+# An fp32 model without autocast: o_proj's LoRA input is the attention output itself where the kernel
+# writes it (b, s, H, d) -- CUDA's flash and efficient kernels always; the CPU kernel follows q's
+# layout, which Phi-3's partial-RoPE cat makes (b, H, s, d), so on the CPU `.contiguous()` copies it
+# and autograd saves 4 x q_dim bytes a token more than lorasim counts. Strict: fails if that changes.
+CPU_LAYOUT = pytest.mark.xfail(strict=True, reason="CPU sdpa output layout after Phi-3's RoPE cat")
+
+
+def cases():
+    for model in TINY:
+        for precision, autocast, attn_impl in [("fp32", False, "sdpa"), ("fp32", False, "eager"),
+                                               ("bf16", True, "sdpa"), ("bf16", True, "eager"),
+                                               ("bf16", False, "sdpa")]:
+            marks = [CPU_LAYOUT] if model.startswith("phi3") and (precision, autocast, attn_impl) == (
+                "fp32", False, "sdpa") else []
+            yield pytest.param(model, precision, autocast, attn_impl, marks=marks)
+
+
+@pytest.mark.parametrize("model, precision, autocast, attn_impl", list(cases()))
 def test_lorasim_counts_what_autograd_saves(model, precision, autocast, attn_impl):
     exe = lorasim_binary()
     if exe is None:
