@@ -65,6 +65,14 @@ void Architecture::validate() const {
                      "64-bit integer (check hidden_size, intermediate_size, num_hidden_layers and vocab_size)");
 }
 
+std::string runner_refusal(const Architecture& a) {
+  if (!a.sandwich_norms && !a.fused_qkv && !a.fused_gate_up && a.local_layer_count() == 0 &&
+      a.final_logit_softcap == 0 && a.extra_frozen_params == 0)
+    return "";
+  return "model '" + a.name + "' (" + a.model_type + ") is modelled for the hf-peft stack (Transformers + PEFT) "
+         "only: lorasim's own runner builds Llama / Qwen / Mistral blocks";
+}
+
 int64_t Architecture::local_layer_count() const {
   int64_t n = 0;
   for (int64_t l = 0; l < num_layers; ++l) n += is_local(l) ? 1 : 0;

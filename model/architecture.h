@@ -70,6 +70,10 @@ struct Architecture {
   void validate() const;
 };
 
+/// Why lorasim's own LibTorch runner (calibrate/) cannot build `arch`, or "" when it can: it builds
+/// Llama / Qwen / Mistral blocks; Gemma 2/3 and Phi-3 are modelled for the hf-peft stack only.
+std::string runner_refusal(const Architecture& arch);
+
 /// Built-in presets with their published configurations.
 const std::vector<Architecture>& presets();
 
