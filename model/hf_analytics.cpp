@@ -219,7 +219,10 @@ double hf_loss_bytes(const Workload& w, int64_t micro_batch) {
   // gradient (write 4), log-softmax's (read 8, write 4), the cast back (read 4, write e). The
   // fused head keeps its tiles on chip: only the head's input and output per token move.
   if (w.stack.fused_lm_head) return n * static_cast<double>(w.arch.hidden_size) * 4 * e;
-  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36);
+  // Gemma 2's soft-cap c tanh(logits / c): three elementwise passes forward (6e); backward the
+  // product's gradient (2e), tanh's from its saved output (3e) and the quotient's (2e).
+  const double softcap = w.arch.final_logit_softcap > 0 ? 13 * e : 0.0;
+  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36 + softcap);
 }
 
 namespace {

@@ -38,7 +38,7 @@ double hf_extra_static_bytes(const Workload& w);
 BlockTraffic hf_block_memory_traffic(const Workload& w);
 double hf_memory_bound_bytes(const Workload& w, int64_t micro_batch);
 /// The loss over the vocabulary: the fp32 upcast of the logits, log-softmax, nll and their
-/// gradients, and the cast back.
+/// gradients, and the cast back (and Gemma 2's logit soft-cap, both ways).
 double hf_loss_bytes(const Workload& w, int64_t micro_batch);
 
 /// Operators dispatched per micro-batch: the reference block's plus PEFT's per-adapter casts

@@ -100,3 +100,16 @@ TEST(HfAnalyticsFamiliesTest, Phi3FrozenGemmFlopsEqualTheUnfusedOnes) {
 }
 
 }  // namespace
+
+namespace {
+
+// The loss's traffic over gemma-2-2b's 256,000 logits per token: the Llama loss (2e + 36) plus the
+// soft-cap's passes (6e forward, 7e backward), bf16.
+TEST(HfAnalyticsFamiliesTest, TheLogitSoftCapAddsItsPassesToTheLossTraffic) {
+  Workload w = hf("gemma-2-2b", AttnImpl::sdpa, 512);
+  EXPECT_EQ(hf_loss_bytes(w, 2), 1024.0 * 256000 * (4 + 36 + 26));
+  w.arch.final_logit_softcap = 0;
+  EXPECT_EQ(hf_loss_bytes(w, 2), 1024.0 * 256000 * (4 + 36));
+}
+
+}  // namespace
