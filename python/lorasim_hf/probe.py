@@ -98,7 +98,7 @@ def load_plan(source):
             raise PlanError(f"{where}: precision must be bf16, fp16 or fp32")
         try:
             run["lora_targets"] = targets_cell(run["lora_targets"])
-            peft_target_modules(run["hf_config"]["model_type"], lora_short_names(run))  # fused modules go whole
+            peft_target_modules(run["hf_config"]["model_type"], run["lora_targets"])  # fused modules go whole
         except ValueError as e:
             raise PlanError(f"{where}: {e}") from None
         unknown = sorted(set(r) - set(RUN_DEFAULTS) - set(RUN_REQUIRED))
@@ -106,11 +106,6 @@ def load_plan(source):
             print(f"probe: {where}: ignoring unknown key(s) {', '.join(unknown)}", file=sys.stderr)
         runs.append(run)
     return device, allocator, runs
-
-
-def lora_short_names(run):
-    """The run's lora_targets cell as peft_target_modules takes it: 'all' or a list of short names."""
-    return "all" if run["lora_targets"] == "all" else run["lora_targets"].split(";")
 
 
 def model_key(run):
@@ -176,7 +171,7 @@ class Probe:
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
                                                                    attn_implementation=run["attn_impl"])
         # The module names of this model_type (Phi-3: qkv_proj, gate_up_proj; Gemma 3: the language model's).
-        targets = peft_target_modules(run["hf_config"]["model_type"], lora_short_names(run))
+        targets = peft_target_modules(run["hf_config"]["model_type"], run["lora_targets"])
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
                                target_modules=targets, bias="none", task_type="CAUSAL_LM")
         model = peft.get_peft_model(model, lora)

@@ -29,9 +29,11 @@ def short_names(module_names):
 
 
 def peft_target_modules(model_type, short_targets):
-    """PEFT's target_modules for lorasim's projections ('all' or a list of short names) in
-    `model_type`: a list of module names, or a regex when a vision tower shares the names.
-    Raises ValueError when only part of a fused module is asked for."""
+    """PEFT's target_modules for lorasim's projections ('all', a list of short names or a rows
+    cell 'q;v') in `model_type`: a list of module names, or a regex when a vision tower shares
+    the names. Raises ValueError when only part of a fused module is asked for."""
+    if isinstance(short_targets, str) and short_targets != "all":
+        short_targets = short_targets.split(";")
     chosen = set(SHORT_NAMES if short_targets == "all" else short_targets)
     names = []
     for module in modules(model_type):
