@@ -70,6 +70,17 @@ double get_optional_number(const json& j, const char* key, const std::string& sr
   return it->get<double>();
 }
 
+// A window in tokens: null (none) is 0, absent is `fallback`; else a positive integer.
+int64_t get_window(const json& j, const std::string& src, int64_t fallback) {
+  auto it = j.find("sliding_window");
+  if (it == j.end()) return fallback;
+  if (it->is_null()) return 0;
+  const int64_t w = get_int(j, "sliding_window", src);
+  if (w <= 0) throw ConfigError(src + ": \"sliding_window\" must be a positive number of tokens or null, got " +
+                                it->dump());
+  return w;
+}
+
 // Dropout the counts leave out must be off (0, as every published config has it).
 void require_no_dropout(const json& j, const char* key, const std::string& src) {
   if (get_double(j, key, src, 0.0) != 0.0)
@@ -80,7 +91,8 @@ void require_no_dropout(const json& j, const char* key, const std::string& src) 
 // Which layers attend locally: layer_types when given, else the config class's default pattern
 // (layer i is full when i + 1 is a multiple of `pattern`; 1: every layer local).
 std::vector<bool> read_local_layers(const json& j, int64_t layers, int64_t pattern, const std::string& src) {
-  std::vector<bool> local(static_cast<size_t>(layers > 0 ? layers : 0));
+  if (layers <= 0 || layers > kMaxLayers) return {};  // validate() refuses the count by name
+  std::vector<bool> local(static_cast<size_t>(layers));
   auto it = j.find("layer_types");
   if (it == j.end() || it->is_null()) {
     for (int64_t i = 0; i < layers; ++i) local[static_cast<size_t>(i)] = pattern == 1 || (i + 1) % pattern != 0;
@@ -143,7 +155,7 @@ void read_family_fields(const json& j, const std::string& type, Architecture& a,
     const bool g2 = type == "gemma2";
     a.final_logit_softcap = get_optional_number(j, "final_logit_softcapping", src, g2 ? 30.0 : 0.0);
     a.attn_logit_softcap = get_optional_number(j, "attn_logit_softcapping", src, g2 ? 50.0 : 0.0);
-    a.sliding_window = static_cast<int64_t>(get_optional_number(j, "sliding_window", src, 4096));
+    a.sliding_window = get_window(j, src, 4096);
     const int64_t pattern = g2 ? 2 : get_int(j, "sliding_window_pattern", src, 6);
     if (pattern <= 0) throw ConfigError(src + ": \"sliding_window_pattern\" must be positive");
     a.local_layers = read_local_layers(j, a.num_layers, pattern, src);
@@ -156,8 +168,10 @@ void read_family_fields(const json& j, const std::string& type, Architecture& a,
   require_no_dropout(j, "embd_pdrop", src);
   const double rotary = get_double(j, "partial_rotary_factor", src, 1.0);
   if (!(rotary > 0 && rotary <= 1)) throw ConfigError(src + ": \"partial_rotary_factor\" must be in (0, 1]");
-  a.sliding_window = static_cast<int64_t>(get_optional_number(j, "sliding_window", src, 0));
-  a.local_layers.assign(static_cast<size_t>(a.num_layers > 0 ? a.num_layers : 0), a.sliding_window > 0);
+  a.sliding_window = get_window(j, src, 0);
+  // Beyond the layer bound validate() refuses the model; no list of a billion layers first.
+  if (a.num_layers > 0 && a.num_layers <= kMaxLayers)
+    a.local_layers.assign(static_cast<size_t>(a.num_layers), a.sliding_window > 0);
 }
 
 }  // namespace

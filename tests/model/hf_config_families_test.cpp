@@ -147,6 +147,20 @@ TEST(HfConfigFamiliesTest, DropoutAndBiasesTheCountsLeaveOutAreRefusedByName) {
             "config.json: \"partial_rotary_factor\" must be in (0, 1]");
 }
 
+// Found while adding the window: a window beyond int64 was cast (undefined), and a Gemma config of
+// a billion layers built its list of local layers before the layer bound refused it.
+TEST(HfConfigFamiliesTest, WindowsAndLayerCountsBeyondTheBoundsAreRefusedByName) {
+  EXPECT_EQ(error_of(replaced(kGemma2, "\"sliding_window\": 4096", "\"sliding_window\": 1e300")),
+            "config.json: \"sliding_window\" must be an integer, got 1e+300");
+  EXPECT_EQ(error_of(replaced(kPhi3, "\"sliding_window\": 2047", "\"sliding_window\": 0")),
+            "config.json: \"sliding_window\" must be a positive number of tokens or null, got 0");
+  for (const char* text : {kGemma2, kPhi3}) {
+    const std::string huge = replaced(text, "\"num_hidden_layers\": ", "\"num_hidden_layers\": 1000000000, \"x\": ");
+    EXPECT_EQ(error_of(huge), "model 'config.json' is too large: num_hidden_layers is 1000000000, above 1024 (far "
+                              "beyond any published decoder)");
+  }
+}
+
 TEST(HfConfigFamiliesTest, OtherModelTypesAreStillRefusedByName) {
   EXPECT_EQ(error_of(replaced(kGemma2, "\"gemma2\"", "\"gemma\"")),
             "config.json: model_type \"gemma\" is not supported: lorasim models llama, mistral, qwen2, qwen3, gemma2, "
