@@ -79,8 +79,10 @@ def lora_columns(model):
         warnings.warn("LorasimCallback: DoRA adapters cost more than the LoRA lorasim models")
     targets = cfg.target_modules
     if isinstance(targets, str):
+        # A pattern PEFT full-matches against module paths (Gemma 3: the language model's only).
+        matched = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules() if re.fullmatch(targets, n)}
         names = _PROJECTIONS if targets == "all-linear" else [
-            p for p in _PROJECTIONS if re.fullmatch(targets, p) or re.search(rf"(^|\.){p}$", targets)]
+            p for p in _PROJECTIONS if p in matched or re.fullmatch(targets, p) or re.search(rf"(^|\.){p}$", targets)]
     else:
         names = [t.split(".")[-1] for t in targets]
     short = short_names(names)

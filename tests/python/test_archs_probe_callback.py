@@ -90,3 +90,34 @@ def test_callback_rows_name_the_projections(tmp_path, torch, cfg, modules, expec
     row = json.loads(line)
     assert row["lora_targets"] == expected
     lorasim_validate(str(path))
+
+
+def test_callback_reads_a_pattern_limited_to_gemma3s_language_model(tmp_path, torch):
+    # Gemma 3's wrapper: SigLIP has q_proj/k_proj/v_proj too; the pattern adapts the text decoder's
+    # q and o only, and the row says so.
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM, Trainer, TrainingArguments
+    from lorasim_hf import LorasimCallback
+    cfg = AutoConfig.for_model(
+        "gemma3", mm_tokens_per_image=4,
+        text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, head_dim=16, vocab_size=300, sliding_window=8),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                           image_size=28, patch_size=14))
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    pattern = targets.peft_target_modules("gemma3", ["q", "o"])
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=pattern, task_type="CAUSAL_LM"))
+    assert not [n for n, _ in model.named_modules() if "vision" in n and "lora_A" in n]
+    path = tmp_path / "runs.jsonl"
+    cb = LorasimCallback(str(path), warmup_steps=2)
+    targs = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=4, per_device_train_batch_size=2,
+                              report_to=[], use_cpu=True, logging_strategy="no", save_strategy="no",
+                              disable_tqdm=True, dataloader_num_workers=0)
+    Trainer(model=model, args=targs, train_dataset=RandomTokens(torch, 16, 16, 300), callbacks=[cb]).train()
+    (line,) = path.read_text().splitlines()
+    row = json.loads(line)
+    assert row["lora_targets"] == "q;o"
+    config = json.loads((tmp_path / row["model"]).read_text())
+    assert config["model_type"] == "gemma3" and "vision_config" in config
+    lorasim_validate(str(path))
