@@ -64,6 +64,18 @@ TEST(HfAnalyticsFamiliesTest, Gemma2MicroBatchIncludesTheLogitSoftCapsTanh) {
   EXPECT_EQ(m.saved_bytes, 2787069952.0);
 }
 
+// With checkpointing: every block's input (26 x 2304 x 2) and the same outer tensors
+// (tests/python/test_saved_tensors_archs.py measures this formula on tiny shapes).
+TEST(HfAnalyticsFamiliesTest, Gemma2CheckpointedKeepsBlockInputsAndTheSoftCapsTanh) {
+  Workload w = hf("gemma-2-2b", AttnImpl::sdpa, 512);
+  w.train.grad_ckpt = true;
+  const ActivationMemory m = hf_activation_memory(w, 1);
+  EXPECT_EQ(m.saved_bytes, 512.0 * (26 * 2304 * 2 + 9220 + 1024000 + 8 + 512000));
+  // The rebuilt block (150,288 + its 2 x 2304 x 2 gradient buffers a token) comes after the loss's
+  // log-softmax output and tanh output (1,536,000 a token) are freed: nothing beyond saved_bytes.
+  EXPECT_EQ(m.recompute_bytes, 1.0);
+}
+
 // phi-3-mini, bf16 under autocast, r = 16 on its four modules, 512 tokens:
 //   two norms        2 x (4 x 3072 + 4)                           = 24,584
 //   adapters         2 x (3072 + 3072 + 3072 + 8192 + 4 x 16)     = 34,944

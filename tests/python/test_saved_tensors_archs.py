@@ -74,3 +74,21 @@ def test_lorasim_counts_what_autograd_saves(model, precision, autocast, attn_imp
                                 lorasim=exe)
     assert c["measured_growth_bytes"] > 0
     assert c["lorasim_growth_bytes"] == c["measured_growth_bytes"], c
+
+
+@pytest.mark.parametrize("model", ["gemma2", "phi3"])
+def test_checkpointed_forward_keeps_block_inputs_and_the_loss_tensors(model):
+    # What hf_activation_memory's checkpointed saved_bytes counts per token: every block's input
+    # (L h e), the final norm (4h + 4), log-softmax's fp32 output (4V), the labels (8) and, for
+    # Gemma 2, the logit soft-cap's tanh output (V e); tests/model/hf_analytics_families_test.cpp
+    # holds the C++ count to the same formula at gemma-2-2b's shapes.
+    cfg = TINY[model]
+    L, h, V, e = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["vocab_size"], 2
+    expected = L * h * e + (4 * h + 4) + 4 * V + 8 + (V * e if model == "gemma2" else 0)
+    totals = {}
+    for mb in (B, 2 * B):
+        args = case(model, "bf16", True, "sdpa")
+        args.micro_batch = mb
+        summary = st.count_ckpt_forward(args, dict(cfg))
+        totals[mb] = sum(v["total_bytes"] for k, v in summary.items() if k not in ("other", "items"))
+    assert (totals[2 * B] - totals[B]) / (B * S) == expected
