@@ -170,6 +170,18 @@ std::string hf_config_json(const model::Architecture& a) {
   if (a.attention_bias && !a.qk_norm) j["attention_bias"] = true;
   j["max_position_embeddings"] = 131072;
   j["use_cache"] = false;
+  // Gemma 2/3 and Phi-3: their own model_type and what their config classes read beyond Llama's.
+  if (a.sandwich_norms || a.fused_qkv) {
+    j["model_type"] = a.model_type;
+    j["sliding_window"] = a.sliding_window > 0 ? json(a.sliding_window) : json(nullptr);
+  }
+  if (a.sandwich_norms) {
+    json types = json::array();
+    for (int64_t l = 0; l < a.num_layers; ++l) types.push_back(a.is_local(l) ? "sliding_attention" : "full_attention");
+    j["layer_types"] = types;
+    j["final_logit_softcapping"] = a.final_logit_softcap > 0 ? json(a.final_logit_softcap) : json(nullptr);
+    j["attn_logit_softcapping"] = a.attn_logit_softcap > 0 ? json(a.attn_logit_softcap) : json(nullptr);
+  }
   return j.dump();
 }
 

@@ -46,7 +46,8 @@ struct HfPlannedRun {
 std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt);
 
 /// A Hugging Face config.json object for `arch` (model_type qwen3 with q/k norms, qwen2 with
-/// q/k/v biases, llama otherwise), as the probe builds the model from it.
+/// q/k/v biases, Gemma's and Phi-3's own with their windows and soft-caps, llama otherwise), as
+/// the probe builds the model from it.
 std::string hf_config_json(const model::Architecture& arch);
 
 /// The probe's plan file for the runs of one allocator mode: {"device", "allocator", "runs": [...]}.

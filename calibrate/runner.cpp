@@ -324,6 +324,7 @@ struct Trainer::Impl {
 
 Trainer::Trainer(const model::Workload& w, const std::string& device_spec, uint64_t seed) {
   w.validate();
+  if (const std::string why = model::runner_refusal(w.arch); !why.empty()) throw InputError(why, "stack");
   DeviceInfo device = resolve_device(device_spec);
   model::Workload run = w;
   run.train.precision = resolve_precision(w.train.precision, device).precision;

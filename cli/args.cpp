@@ -21,7 +21,7 @@ namespace lorasim::cli {
 void add_workload_options(OptionTable& t, WorkloadArgs& a) {
   t.text("model", a.model, "architecture preset (see `lorasim models`)")
       .quantity("model", "(see `lorasim models`, or pass --model-config path/to/config.json)")
-      .path("model-config", a.model_config, "Hugging Face config.json of a Llama/Qwen/Mistral-style model (overrides --model)")
+      .path("model-config", a.model_config, "Hugging Face config.json of a Llama/Qwen/Mistral, Gemma 2/3 or Phi-3 model (overrides --model)")
       .quantity("model_config")
       .integer("seq-len", a.seq_len, 1, "tokens per sequence")
       .quantity("seq_len")

@@ -73,7 +73,8 @@ int cmd_models(const Args& args) {
   Format format;
   if (!parse_format_only(args, "usage: lorasim models [--format table|csv|json]\n\n"
                                "Lists the built-in architecture presets (use with --model NAME). Other\n"
-                               "Llama/Qwen/Mistral-style models: --model-config path/to/config.json.\n\n"
+                               "Llama/Qwen/Mistral, Gemma 2/3 and Phi-3 models: --model-config path/to/config.json\n"
+                               "(docs/models.md says what each model_type counts).\n\n"
                                "examples:\n"
                                "  lorasim models\n"
                                "  lorasim models --format csv",

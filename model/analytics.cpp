@@ -1,6 +1,8 @@
 // Analytic counts for a LoRA workload. See docs/cost-model.md for the derivations.
 #include "model/analytics.h"
 
+#include <algorithm>
+
 #include "model/checked.h"
 #include "model/error.h"
 #include "model/quant_memory.h"
@@ -19,23 +21,56 @@ InputError too_large(const std::string& model, const char* what) {
 }  // namespace
 
 std::vector<Projection> block_projections(const Architecture& a) {
-  return {{Target::q, a.hidden_size, a.q_dim()},
-          {Target::k, a.hidden_size, a.kv_dim()},
-          {Target::v, a.hidden_size, a.kv_dim()},
-          {Target::o, a.q_dim(), a.hidden_size},
-          {Target::gate, a.hidden_size, a.intermediate_size},
-          {Target::up, a.hidden_size, a.intermediate_size},
-          {Target::down, a.intermediate_size, a.hidden_size}};
+  std::vector<Projection> p;
+  if (a.fused_qkv) {
+    p.push_back({Target::q, a.hidden_size, a.q_dim() + 2 * a.kv_dim()});  // Phi-3's qkv_proj
+  } else {
+    p.push_back({Target::q, a.hidden_size, a.q_dim()});
+    p.push_back({Target::k, a.hidden_size, a.kv_dim()});
+    p.push_back({Target::v, a.hidden_size, a.kv_dim()});
+  }
+  p.push_back({Target::o, a.q_dim(), a.hidden_size});
+  if (a.fused_gate_up) {
+    p.push_back({Target::gate, a.hidden_size, 2 * a.intermediate_size});  // Phi-3's gate_up_proj
+  } else {
+    p.push_back({Target::gate, a.hidden_size, a.intermediate_size});
+    p.push_back({Target::up, a.hidden_size, a.intermediate_size});
+  }
+  p.push_back({Target::down, a.intermediate_size, a.hidden_size});
+  return p;
+}
+
+void check_targets(const Architecture& a, const LoraSpec& lora) {
+  // A fused module carries one adapter: PEFT adapts qkv_proj whole or not at all.
+  auto all_or_none = [&](std::initializer_list<Target> parts, const char* module, const char* names) {
+    size_t n = 0;
+    for (Target t : parts) n += lora.has(t) ? 1 : 0;
+    if (n != 0 && n != parts.size())
+      throw InputError("model '" + a.name + "' (" + a.model_type + ") fuses " + names + " into one " + module +
+                           ": adapt " + module + " whole (LoRA targets " + module + " or all) or leave all of " +
+                           names + " out, got " + lora.targets_string(),
+                       "lora_targets");
+  };
+  if (a.fused_qkv) all_or_none({Target::q, Target::k, Target::v}, "qkv_proj", "q, k and v");
+  if (a.fused_gate_up) all_or_none({Target::gate, Target::up}, "gate_up_proj", "gate and up");
+}
+
+int64_t adapted_projections(const Architecture& a, const LoraSpec& lora) {
+  int64_t n = 0;
+  for (const Projection& p : block_projections(a)) n += lora.has(p.target) ? 1 : 0;
+  return n;
 }
 
 ParamCounts count_params(const Architecture& a, const LoraSpec& lora) {
+  check_targets(a, lora);
   Checked k;
   const int64_t q_dim = k.mul(a.num_heads, a.head_dim), kv_dim = k.mul(a.num_kv_heads, a.head_dim);
   if (k.overflowed) throw too_large(a.name, "attention width (heads x head_dim)");
   ParamCounts c;
   c.embedding = k.mul(a.vocab_size, a.hidden_size);
   c.lm_head = a.tie_embeddings ? 0 : c.embedding;
-  int64_t layer = k.mul(2, a.hidden_size);  // input and post-attention RMSNorm weights
+  // Input and post-attention RMSNorm weights (Gemma: pre- and post-feedforward ones too).
+  int64_t layer = k.mul(a.hidden_norms_per_block(), a.hidden_size);
   if (a.qk_norm) layer = k.add(layer, k.mul(2, a.head_dim));
   if (a.attention_bias) layer = k.add(layer, k.add(q_dim, k.mul(2, kv_dim)));
   for (const auto& p : block_projections(a)) {
@@ -47,7 +82,9 @@ ParamCounts count_params(const Architecture& a, const LoraSpec& lora) {
   }
   c.per_layer = layer;
   c.final_norm = a.hidden_size;
+  c.outside_decoder = a.extra_frozen_params;
   c.base = k.add(k.add(c.embedding, c.lm_head), k.add(k.mul(a.num_layers, c.per_layer), c.final_norm));
+  c.base = k.add(c.base, c.outside_decoder);
   c.trainable = k.mul(a.num_layers, c.lora_per_layer);
   if (k.overflowed) throw too_large(a.name, "parameter count");
   return c;
@@ -73,9 +110,17 @@ Flops flops_per_micro_batch(const Workload& w, int64_t micro_batch) {
   f.head = 4 * n * head;
   // LoRA x A^T B^T: forward 2nr(in+out) per pass; backward 4nr(in+out) (input and weight grads).
   f.lora = L * (2 * fwd_passes + 4) * n * w.lora.rank * lora_width;
-  // Attention: QK^T and PV are 2*b*H*s*s*d each forward; backward is twice the forward.
+  // Attention: QK^T and PV are 2*b*H*s*keys*d each forward; backward is twice the forward. Every
+  // key is computed (masked ones too) except by flash-attn, which skips the keys outside a local
+  // layer's window: there keys = min(s, window).
   const double attn_fwd = 4.0 * micro_batch * a.num_heads * s * s * a.head_dim;
   f.attention = L * (fwd_passes + 2) * attn_fwd;
+  const int64_t local = a.local_layer_count();
+  if (local > 0 && w.stack.attn_impl == AttnImpl::flash_attention_2 && a.sliding_window < w.train.seq_len) {
+    const double skipped_keys = s - static_cast<double>(a.sliding_window);
+    f.attention -= static_cast<double>(local) * (fwd_passes + 2) * 4.0 * micro_batch * a.num_heads * s *
+                   skipped_keys * a.head_dim;
+  }
   return f;
 }
 
@@ -108,12 +153,13 @@ BlockSaved block_saved_per_token(const Workload& w) {
   const Architecture& a = w.arch;
   const double h = static_cast<double>(a.hidden_size), i = static_cast<double>(a.intermediate_size);
   const double qd = static_cast<double>(a.q_dim()), kvd = static_cast<double>(a.kv_dim());
-  double e = 4 * h;                // two norms: input and normalised output each
+  double e = 2 * h * static_cast<double>(a.hidden_norms_per_block());  // norms: input and output each
   e += 3 * qd + 2 * kvd;           // rotated q, k; v; attention output; its copy for o_proj
   if (a.qk_norm) e += qd + kvd;    // inputs of the q/k norms
   e += 4 * i;                      // gate, up, silu(gate), silu(gate)*up
-  e += static_cast<double>(w.lora.rank) * static_cast<double>(w.lora.targets.size());
-  double f32 = 2 + static_cast<double>(a.num_heads);  // two norm rstd, per-head log-sum-exp
+  e += static_cast<double>(w.lora.rank) * static_cast<double>(adapted_projections(a, w.lora));
+  // Each norm's rstd, per-head log-sum-exp.
+  double f32 = static_cast<double>(a.hidden_norms_per_block()) + static_cast<double>(a.num_heads);
   if (a.qk_norm) f32 += static_cast<double>(a.num_heads + a.num_kv_heads);
   return {e, f32};
 }
@@ -165,8 +211,9 @@ BlockTraffic block_memory_traffic(const Workload& w) {
   // weight product, the cast, x * rsqrt's two gradients (one through a row reduction),
   // pow's, their sum, and the cast back.
   const double norm_fwd = 2 * cast + 5 * f + 2 * e, norm_bwd = 2 * cast + 13 * f + 2 * e;
-  t.forward_bytes_per_token += norm_fwd * 2 * h;
-  t.backward_bytes_per_token += norm_bwd * 2 * h;
+  const double norms = static_cast<double>(a.hidden_norms_per_block());
+  t.forward_bytes_per_token += norm_fwd * norms * h;
+  t.backward_bytes_per_token += norm_bwd * norms * h;
   if (a.qk_norm) {
     t.forward_bytes_per_token += norm_fwd * (qd + kvd);
     t.backward_bytes_per_token += norm_bwd * (qd + kvd);
@@ -221,9 +268,10 @@ double block_forward_ops(const Workload& w) {
   // seven projections, head reshapes (6), RoPE (14), attention (3), output reshape (2),
   // residual adds (2), SwiGLU (2); q/k norms 16 more; each adapter 6 (two casts, two
   // matmuls, scale, add).
-  double fwd = 16 + 7 + 6 + 14 + 3 + 2 + 2 + 2;
+  double fwd = 8.0 * static_cast<double>(a.hidden_norms_per_block()) + 6 + 14 + 3 + 2 + 2 + 2;
+  fwd += static_cast<double>(block_projections(a).size());
   if (a.qk_norm) fwd += 16;
-  return fwd + 6.0 * static_cast<double>(w.lora.targets.size());
+  return fwd + 6.0 * static_cast<double>(adapted_projections(a, w.lora));
 }
 }  // namespace
 

@@ -16,20 +16,27 @@ struct Projection {
   int64_t in_features;
   int64_t out_features;
 };
-/// The seven projections of one block of `arch`, in kAllTargets order.
+/// The linear projections of one block of `arch`, in kAllTargets order: seven, or four when Phi-3
+/// fuses q/k/v into qkv_proj (its Target is q) and gate/up into gate_up_proj (Target gate). A fused
+/// projection is adapted when its parts are (check_targets makes that all of them or none).
 std::vector<Projection> block_projections(const Architecture& arch);
+/// Throws InputError when `lora` adapts part of a fused projection (q but not k, ...).
+void check_targets(const Architecture& arch, const LoraSpec& lora);
+/// The projections of one block that carry an adapter.
+int64_t adapted_projections(const Architecture& arch, const LoraSpec& lora);
 
 struct ParamCounts {
   int64_t embedding = 0;       ///< vocab x hidden
   int64_t lm_head = 0;         ///< 0 when tied to the embedding
   int64_t per_layer = 0;       ///< frozen parameters of one decoder block
   int64_t final_norm = 0;      ///< the last RMSNorm
+  int64_t outside_decoder = 0; ///< frozen weights a text fine-tune never runs (Gemma 3's vision tower)
   int64_t base = 0;            ///< all frozen parameters
   int64_t lora_per_layer = 0;  ///< adapter parameters of one block
   int64_t trainable = 0;       ///< all adapter parameters
   int64_t lora_tensors = 0;    ///< adapter tensors (A and B per adapted projection)
 };
-/// Throws InputError naming the model when a count does not fit in int64.
+/// Throws InputError naming the model when a count does not fit in int64, or as check_targets.
 ParamCounts count_params(const Architecture& arch, const LoraSpec& lora);
 
 /// Floating-point operations of one forward + backward pass over a micro-batch

@@ -58,9 +58,26 @@ double int8_saved_inputs(const Workload& w, bool first, bool fp32_plain) {
   return bytes;
 }
 
+// Whether transformers gives layer `layer`'s sdpa call an explicit mask: a local layer whose
+// window does not cover the sequence (masking_utils skips the mask only while kv_length < window).
+// With a mask, sdpa_attention_forward repeats k and v instead of passing enable_gqa.
+bool sdpa_masked(const Workload& w, int64_t layer) {
+  return w.stack.attn_impl == AttnImpl::sdpa && w.arch.is_local(layer) && w.train.seq_len >= w.arch.sliding_window;
+}
+
+double block_saved(const Workload& w, bool first, bool masked);
+
 }  // namespace
 
-double hf_block_saved_per_token(const Workload& w, bool first) {
+double hf_block_saved_per_token(const Workload& w, bool first) { return block_saved(w, first, false); }
+
+double hf_layer_saved_per_token(const Workload& w, int64_t layer, bool first) {
+  return block_saved(w, first, sdpa_masked(w, layer));
+}
+
+namespace {
+
+double block_saved(const Workload& w, bool first, bool masked) {
   const Architecture& a = w.arch;
   // A float base: every activation in the compute precision. A prepared quantized base: fp32
   // but for attention (model/quant_memory.h, activation_bytes).
@@ -73,9 +90,10 @@ double hf_block_saved_per_token(const Workload& w, bool first) {
   const double r = static_cast<double>(w.lora.rank);
   const AdapterWidths ad = adapter_widths(w);
   const bool fp32_plain = e == 4 && ea_attn == 4 && !w.stack.autocast;
-  // RMSNorm saves its fp32 input copy and the fp32 reciprocal RMS; block 0's input norm saves
-  // nothing when the embedding output needs no gradient.
-  double bytes = (first ? 1.0 : 2.0) * (4 * h + 4);
+  // RMSNorm (Gemma's (1 + w) one too) saves its fp32 input copy and the fp32 reciprocal RMS;
+  // block 0's input norm saves nothing when the embedding output needs no gradient.
+  const double norms = static_cast<double>(a.hidden_norms_per_block());
+  double bytes = (first ? norms - 1 : norms) * (4 * h + 4);
   // lora_A saves its input and lora_B lora_A's output. In an fp32 model without autocast and
   // without dropout the input is the block's own tensor, shared by q/k/v and by gate/up.
   double adapter_inputs = ad.in;
@@ -96,13 +114,30 @@ double hf_block_saved_per_token(const Workload& w, bool first) {
     // output (bf16 models: plus the cast copy PV saves).
     const double kv_rep = a.num_kv_heads < a.num_heads ? qd : kvd;
     bytes += (qd + 2 * kv_rep) * ea_attn + nq * s * (ea_attn == 4 ? 4.0 : 4.0 + ea_attn);
+    // Gemma 2's soft-cap of the scores, c tanh(scores / c): tanh saves its output.
+    if (a.attn_logit_softcap > 0) bytes += nq * s * ea_attn;
   } else {
-    // Fused attention: q, k, v (un-repeated), the output and the fp32 log-sum-exp.
-    bytes += (2 * qd + 2 * kvd) * ea_attn + 4 * nq;
+    // Fused attention: q, k, v (un-repeated, or repeated when a mask is passed), the output and
+    // the fp32 log-sum-exp. transformers' sdpa path ignores Gemma 2's score soft-cap; flash-attn
+    // applies it inside the kernel.
+    const double kv_saved = masked && a.num_kv_heads < a.num_heads ? qd : kvd;
+    bytes += (2 * qd + 2 * kv_saved) * ea_attn + 4 * nq;
+    // A mask is converted to an additive bias in the query's dtype (b x 1 x s x s) at every call,
+    // and the kernel saves that copy.
+    if (masked) bytes += s * ea_attn;
   }
-  bytes += 3 * i * e;  // SiLU's input, silu(gate) and up
+  // Phi-3 slices v out of qkv_proj's output (without a KV cache, as Trainer runs): where the fused
+  // kernel saves that view (v not repeated), it keeps the whole q + 2 kv wide output alive. Eager's
+  // matmul saves a contiguous copy instead, and RoPE's outputs are new tensors.
+  const bool v_view_saved = w.stack.attn_impl != AttnImpl::eager && !(masked && a.num_kv_heads < a.num_heads);
+  if (a.fused_qkv && v_view_saved) bytes += (qd + kvd) * e;
+  // SiLU's (GeGLU: GELU's) input, its output and up; Phi-3's gate and up are halves of one
+  // tensor, 2i wide, both saved.
+  bytes += 3 * i * e;
   return bytes;
 }
+
+}  // namespace
 
 LossTile fused_head_tile(const Workload& w) {
   if (!w.stack.fused_lm_head) return {};
@@ -127,16 +162,24 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   // fused LM head instead keeps the head's input (the final norm's output) and per-token fp32
   // log-probs; its vocabulary-sized tiles are freed tile by tile.
   const bool fused = w.stack.fused_lm_head;
-  const double outer = fused ? (4 * h + 4) + h * e + 4 + 8 : (4 * h + 4) + 4 * V + 8;
+  // Gemma 2's soft-capped logits, c tanh(logits / c): tanh saves its output (compute precision).
+  const double softcap = !fused && a.final_logit_softcap > 0 ? V * e : 0.0;
+  const double outer = fused ? (4 * h + 4) + h * e + 4 + 8 : (4 * h + 4) + 4 * V + 8 + softcap;
   ActivationMemory m;
   if (w.train.grad_ckpt) {
     // Non-reentrant checkpointing keeps each block's input; one block is rebuilt at a time in
     // the backward, with its gradient buffers, after the loss's buffers are gone (which frees
-    // the log-softmax output the saved bytes include).
+    // the log-softmax output and the soft-cap's tanh the saved bytes include). The largest block.
+    double largest = block;
+    for (int64_t l = 0; l < a.num_layers; ++l) largest = std::max(largest, hf_layer_saved_per_token(w, l, false));
     m.saved_bytes = n * (L * h * e + outer);
-    m.recompute_bytes = std::max(1.0, n * (block + 2 * h * e - (fused ? 0.0 : 4 * V)));
-  } else {
+    m.recompute_bytes = std::max(1.0, n * (largest + 2 * h * e - (fused ? 0.0 : 4 * V + softcap)));
+  } else if (a.local_layer_count() == 0) {
     m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
+  } else {
+    double blocks = 0;
+    for (int64_t l = 0; l < a.num_layers; ++l) blocks += hf_layer_saved_per_token(w, l, l == 0);
+    m.saved_bytes = n * (blocks + outer);
   }
   // The start of the backward: nll_loss's gradient and log-softmax's input gradient, fp32 (the
   // fused head: the gradient of its input, fp32, and the one logits tile its backward reuses for
@@ -226,14 +269,17 @@ double hf_loss_bytes(const Workload& w, int64_t micro_batch) {
   if (w.stack.fused_lm_head) return n * static_cast<double>(w.arch.hidden_size) * 4 * e;
   // fp32 logits (a prepared quantized base without autocast): neither cast runs.
   const double casts = e == 4 && w.train.precision != Precision::fp32 ? -8.0 : 0.0;
-  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36 + casts);
+  // Gemma 2's soft-cap c tanh(logits / c): three elementwise passes forward (6e); backward the
+  // product's gradient (2e), tanh's from its saved output (3e) and the quotient's (2e).
+  const double softcap = w.arch.final_logit_softcap > 0 ? 13 * e : 0.0;
+  return n * static_cast<double>(w.arch.vocab_size) * (2 * e + 36 + casts + softcap);
 }
 
 namespace {
 // PEFT's extra operators per adapter in the forward: the input cast, the cast of the result
 // back, and dropout when on.
 double adapter_extra_forward_ops(const Workload& w) {
-  return static_cast<double>(w.lora.targets.size()) * (2.0 + (w.stack.lora_dropout > 0 ? 1.0 : 0.0));
+  return static_cast<double>(adapted_projections(w.arch, w.lora)) * (2.0 + (w.stack.lora_dropout > 0 ? 1.0 : 0.0));
 }
 // bitsandbytes' extra kernels per frozen projection in the forward: the input cast, the output
 // cast, and the dequantization (double quantization: the absmax's, its offset, the weight's;

@@ -13,6 +13,9 @@ namespace lorasim::model {
 /// Bytes one decoder block saves for backward per token. `first`: block 0 without
 /// checkpointing, whose input (the frozen embedding's output) needs no gradient.
 double hf_block_saved_per_token(const Workload& w, bool first);
+/// The same for layer `layer` (0-based): a local layer whose sdpa call gets a sliding-window mask
+/// saves k and v repeated to every query head and the mask as an additive bias (s elements a token).
+double hf_layer_saved_per_token(const Workload& w, int64_t layer, bool first);
 
 /// The logits tile TRL's fused LM head projects into, one chunk of tokens by one chunk of the
 /// vocabulary at a time: allocated while the loss runs, forward and backward. None unfused.
@@ -35,7 +38,7 @@ double hf_extra_static_bytes(const Workload& w);
 BlockTraffic hf_block_memory_traffic(const Workload& w);
 double hf_memory_bound_bytes(const Workload& w, int64_t micro_batch);
 /// The loss over the vocabulary: the fp32 upcast of the logits, log-softmax, nll and their
-/// gradients, and the cast back.
+/// gradients, and the cast back (and Gemma 2's logit soft-cap, both ways).
 double hf_loss_bytes(const Workload& w, int64_t micro_batch);
 
 /// Operators dispatched per micro-batch: the reference block's plus PEFT's per-adapter casts

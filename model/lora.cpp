@@ -47,6 +47,16 @@ std::vector<Target> parse_targets(const std::string& text) {
     // Accept PEFT's module names too: q_proj, gate_proj, ...
     std::string key = item;
     if (key.size() > 5 && key.compare(key.size() - 5, 5, "_proj") == 0) key.resize(key.size() - 5);
+    // Phi-3's fused modules stand for their parts (model/analytics.h: block_projections).
+    if (key == "qkv" || key == "gate_up") {
+      for (size_t i = 0; i < kAllTargets.size(); ++i) {
+        const Target t = kAllTargets[i];
+        if (key == "qkv" ? (t == Target::q || t == Target::k || t == Target::v) : (t == Target::gate || t == Target::up))
+          chosen[i] = true;
+      }
+      any = true;
+      continue;
+    }
     bool found = false;
     for (size_t i = 0; i < kAllTargets.size(); ++i) {
       if (key == target_name(kAllTargets[i])) {
@@ -56,7 +66,8 @@ std::vector<Target> parse_targets(const std::string& text) {
     }
     if (!found)
       throw InputError("unknown LoRA target '" + item +
-                       "': allowed are q, k, v, o, gate, up, down (or q_proj, ...), or all");
+                       "': allowed are q, k, v, o, gate, up, down (or q_proj, ...), Phi-3's qkv_proj and "
+                       "gate_up_proj, or all");
   }
   if (!any) throw InputError("the LoRA targets are empty: name at least one of q,k,v,o,gate,up,down", "lora_targets");
   std::vector<Target> out;

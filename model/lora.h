@@ -7,7 +7,8 @@
 
 namespace lorasim::model {
 
-/// The seven linear projections of a decoder block that LoRA can adapt.
+/// The seven linear projections of a decoder block that LoRA can adapt (Phi-3 fuses q/k/v and
+/// gate/up into one module each: model/analytics.h's block_projections).
 enum class Target { q, k, v, o, gate, up, down };
 inline constexpr std::array<Target, 7> kAllTargets = {Target::q,    Target::k,  Target::v,   Target::o,
                                                       Target::gate, Target::up, Target::down};
@@ -25,8 +26,11 @@ struct LoraSpec {
   std::string targets_string() const;
 };
 
-/// Parses "q,k,v,o", "q_proj,v_proj", "all" or "all-linear"; throws InputError naming an
-/// unknown target and the allowed ones. Duplicates are dropped; order follows kAllTargets.
+/// Parses "q,k,v,o", "q_proj,v_proj", "all" or "all-linear"; Phi-3's fused "qkv_proj" (or "qkv")
+/// means q,k,v and "gate_up_proj" (or "gate_up") gate,up. Throws InputError naming an unknown
+/// target and the allowed ones. Duplicates are dropped; order follows kAllTargets. "all" is every
+/// linear projection of a block for every architecture (Phi-3: qkv_proj, o_proj, gate_up_proj,
+/// down_proj), as PEFT's "all-linear" (which leaves the LM head out).
 std::vector<Target> parse_targets(const std::string& text);
 
 }  // namespace lorasim::model

@@ -28,11 +28,12 @@ from lorasim_hf._deps import require
 from lorasim_hf.recommend import LorasimError, check_preset, is_config_path, whole_number
 from lorasim_hf.rows import RowWriter, check_row, store_config
 from lorasim_hf.seen import SeenBatches, device_columns
+from lorasim_hf.targets import MODULE_PARTS, short_names
 
 _torch, _transformers = require("torch", "transformers")
 
-_PROJECTIONS = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "gate_proj": "gate", "up_proj": "up",
-                "down_proj": "down"}
+# PEFT module names -> lorasim's projections (Phi-3's qkv_proj and gate_up_proj stand for several).
+_PROJECTIONS = MODULE_PARTS
 _PRECISIONS = {_torch.bfloat16: "bf16", _torch.float16: "fp16", _torch.float32: "fp32"}
 _ATTN = ("sdpa", "eager", "flash_attention_2")
 # Every column a row of the callback may carry: an existing CSV's header must have them all.
@@ -83,11 +84,13 @@ def lora_columns(model):
         warnings.warn("LorasimCallback: DoRA adapters cost more than the LoRA lorasim models")
     targets = cfg.target_modules
     if isinstance(targets, str):
+        # A pattern PEFT full-matches against module paths (Gemma 3: the language model's only).
+        matched = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules() if re.fullmatch(targets, n)}
         names = _PROJECTIONS if targets == "all-linear" else [
-            p for p in _PROJECTIONS if re.fullmatch(targets, p) or re.search(rf"(^|\.){p}$", targets)]
+            p for p in _PROJECTIONS if p in matched or re.fullmatch(targets, p) or re.search(rf"(^|\.){p}$", targets)]
     else:
         names = [t.split(".")[-1] for t in targets]
-    short = [_PROJECTIONS[n] for n in names if n in _PROJECTIONS]
+    short = short_names(names)
     unknown = sorted(set(names) - set(_PROJECTIONS))
     if unknown:
         warnings.warn(f"LorasimCallback: LoRA targets {', '.join(unknown)} are not projections lorasim models; "

@@ -35,6 +35,7 @@ from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.probe_quant import QUANTS, PlanError, check_quant, load_quantized, quant_columns
 from lorasim_hf.rows import check_row, json_line, targets_cell
 from lorasim_hf.seen import device_columns
+from lorasim_hf.targets import peft_target_modules
 
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
@@ -45,8 +46,6 @@ RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps
 # (foreach) step, zero_grad -- with no fp32 output copies, clipping, NaN check or scheduler.
 LOOPS = ("trainer", "plain")
 RUN_REQUIRED = ("model", "hf_config", "seq_len", "micro_batch")
-PROJECTIONS = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
-               "down": "down_proj"}
 # Config keys that name files, code or a load-time dtype, not the architecture.
 _DROPPED_CONFIG_KEYS = ("torch_dtype", "dtype", "auto_map", "quantization_config", "transformers_version",
                         "_name_or_path", "name_or_path")
@@ -96,6 +95,7 @@ def load_plan(source):
             raise PlanError(f"{where}: precision must be bf16, fp16 or fp32")
         try:
             run["lora_targets"] = targets_cell(run["lora_targets"])
+            peft_target_modules(run["hf_config"]["model_type"], run["lora_targets"])  # fused modules go whole
         except ValueError as e:
             raise PlanError(f"{where}: {e}") from None
         unknown = sorted(set(r) - set(RUN_DEFAULTS) - set(RUN_REQUIRED))
@@ -127,12 +127,16 @@ def set_allocator(allocator):
 def hf_config_kwargs(run):
     """The run's config.json fields, truncated to num_layers, as `AutoConfig.for_model` takes them."""
     d = {k: v for k, v in run["hf_config"].items() if k not in _DROPPED_CONFIG_KEYS}
-    full, n = d.get("num_hidden_layers"), run["num_layers"]
+    # A multimodal wrapper (gemma3) nests the decoder's fields in text_config: truncate those.
+    text = d
+    if isinstance(d.get("text_config"), dict):
+        text = d["text_config"] = dict(d["text_config"])
+    full, n = text.get("num_hidden_layers"), run["num_layers"]
     if n is not None:
-        d["num_hidden_layers"] = n
-        for k, v in d.items():  # per-layer lists (layer_types, ...) shrink with the model
+        text["num_hidden_layers"] = n
+        for k, v in text.items():  # per-layer lists (layer_types, ...) shrink with the model
             if isinstance(v, list) and isinstance(full, int) and len(v) == full:
-                d[k] = v[:n]
+                text[k] = v[:n]
     d["use_cache"] = False  # what Trainer sets (TrainingArguments.use_cache)
     return d
 
@@ -167,8 +171,8 @@ class Probe:
                                                                    attn_implementation=run["attn_impl"])
         if self.quant != "none":
             model = load_quantized(self, model, run, dtype)
-        targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
-            PROJECTIONS[t] for t in run["lora_targets"].split(";")]
+        # The module names of this model_type (Phi-3: qkv_proj, gate_up_proj; Gemma 3: the language model's).
+        targets = peft_target_modules(run["hf_config"]["model_type"], run["lora_targets"])
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
                                target_modules=targets, bias="none", task_type="CAUSAL_LM")
         model = peft.get_peft_model(model, lora)

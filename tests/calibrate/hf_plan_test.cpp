@@ -13,6 +13,7 @@
 #include "hwprofiles/builtin.h"
 #include "model/architecture.h"
 #include "model/cost_model.h"
+#include "model/hf_config.h"
 
 namespace lorasim::calib {
 namespace {
@@ -215,6 +216,36 @@ TEST(HfPlanTest, PlanJsonHoldsExactlyTheContractsKeysForOneAllocator) {
       ASSERT_TRUE(run["lora_targets"].is_array());
       EXPECT_EQ(run["lora_targets"].size(), w.lora.targets.size());
     }
+  }
+}
+
+TEST(HfPlanTest, GemmaAndPhiConfigsCarryTheirTypeWindowLayerTypesAndSoftCaps) {
+  const json g = json::parse(hf_config_json(model::preset("gemma-2-2b")));
+  EXPECT_EQ(g["model_type"], "gemma2");
+  EXPECT_EQ(g["sliding_window"], 4096);
+  ASSERT_EQ(g["layer_types"].size(), 26u);
+  EXPECT_EQ(g["layer_types"][0], "sliding_attention");
+  EXPECT_EQ(g["layer_types"][1], "full_attention");
+  EXPECT_EQ(g["final_logit_softcapping"], 30.0);
+  EXPECT_EQ(g["attn_logit_softcapping"], 50.0);
+  EXPECT_EQ(g["head_dim"], 256);
+  const json g3 = json::parse(hf_config_json(model::preset("gemma-3-1b")));
+  EXPECT_EQ(g3["model_type"], "gemma3_text");
+  EXPECT_TRUE(g3["final_logit_softcapping"].is_null());
+  EXPECT_EQ(g3["layer_types"][5], "full_attention");
+  const json p = json::parse(hf_config_json(model::preset("phi-3-mini")));
+  EXPECT_EQ(p["model_type"], "phi3");
+  EXPECT_EQ(p["sliding_window"], 2047);
+  EXPECT_FALSE(p.contains("layer_types"));
+  // Read back, each is the preset's architecture.
+  for (const char* name : {"gemma-2-2b", "gemma-3-1b", "phi-3-mini"}) {
+    const model::Architecture& a = model::preset(name);
+    const model::Architecture b = model::parse_hf_config(hf_config_json(a), name);
+    EXPECT_EQ(b.local_layers, a.local_layers) << name;
+    EXPECT_EQ(b.final_logit_softcap, a.final_logit_softcap) << name;
+    EXPECT_EQ(b.fused_qkv, a.fused_qkv) << name;
+    EXPECT_EQ(b.sandwich_norms, a.sandwich_norms) << name;
+    EXPECT_EQ(b.qk_norm, a.qk_norm) << name;
   }
 }
 
