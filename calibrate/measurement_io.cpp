@@ -36,7 +36,7 @@ const std::vector<std::string> kColumns = {
     "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
     "new_shapes_per_step", "model_config_sha256",
     // A quantized base and the optimizer (issue 18, model/quant_memory.h); absent before them.
-    "quant", "double_quant", "kbit_prepare", "optim"};
+    "quant", "double_quant", "kbit_prepare", "optim", "adapter_dtype"};
 const std::vector<std::string> kLoops = {"trainer", "plain", "probe"};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {

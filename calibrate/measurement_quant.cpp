@@ -1,4 +1,4 @@
-// quant, double_quant, kbit_prepare, optim: a row's cells to a TrainingSpec and back.
+// quant, double_quant, kbit_prepare, optim, adapter_dtype: a row's cells to a TrainingSpec and back.
 #include "calibrate/measurement_quant.h"
 
 #include "model/error.h"
@@ -23,6 +23,12 @@ void read_quant_columns(const std::function<std::string(const char*)>& get, mode
   }
   if (!get("double_quant").empty()) t.double_quant = cell_bool("double_quant", get("double_quant"));
   if (!get("kbit_prepare").empty()) t.kbit_prepare = cell_bool("kbit_prepare", get("kbit_prepare"));
+  const std::string adapters = get("adapter_dtype");
+  if (!adapters.empty()) {
+    if (adapters != "fp32" && adapters != "bf16" && adapters != "fp16")
+      throw InputError("column adapter_dtype: expected fp32, bf16 or fp16, got '" + adapters + "'");
+    t.adapters_in_compute_precision = adapters != "fp32";
+  }
   if (!get("optim").empty()) {
     try {
       t.optimizer = model::parse_optimizer(get("optim"));
@@ -34,7 +40,8 @@ void read_quant_columns(const std::function<std::string(const char*)>& get, mode
 
 std::vector<std::string> quant_cells(const model::TrainingSpec& t) {
   return {t.quantized() ? model::weight_format_name(t.weight_storage()) : "none", t.double_quant ? "true" : "false",
-          t.kbit_prepared() ? "true" : "false", model::optimizer_name(t.optimizer)};
+          t.kbit_prepared() ? "true" : "false", model::optimizer_name(t.optimizer),
+          t.adapters_in_compute_precision ? model::precision_name(t.precision) : "fp32"};
 }
 
 }  // namespace lorasim::calib

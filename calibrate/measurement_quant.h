@@ -13,7 +13,7 @@ namespace lorasim::calib {
 /// none), double_quant and kbit_prepare (default true, as the QLoRA recipe and the CLI), optim
 /// (default adamw_torch). Throws InputError naming the column for a value outside those.
 void read_quant_columns(const std::function<std::string(const char*)>& get, model::TrainingSpec& t);
-/// The four cells, in that order, of `t`.
+/// The five cells (the four above and adapter_dtype: fp32, or the compute precision), in that order, of `t`.
 std::vector<std::string> quant_cells(const model::TrainingSpec& t);
 
 }  // namespace lorasim::calib

@@ -30,11 +30,13 @@ nlohmann::json workload_json(const model::Workload& w) {
           {"trainable_params", pc.trainable},
           {"stack", stack_json(w.stack)}};
   // Said where they differ from a float base under torch's AdamW, so older outputs read the same.
-  if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch) {
+  if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch ||
+      w.train.adapters_in_compute_precision) {
     j["quant"] = w.train.quantized() ? model::weight_format_name(w.train.weight_storage()) : "none";
     j["double_quant"] = w.train.double_quant;
     j["kbit_prepare"] = w.train.kbit_prepared();
     j["optim"] = model::optimizer_name(w.train.optimizer);
+    j["adapter_dtype"] = w.train.adapters_in_compute_precision ? model::precision_name(w.train.precision) : "fp32";
   }
   return j;
 }
@@ -59,7 +61,9 @@ std::string quant_text(const model::Workload& w) {
   const bool four_bit = w.train.weight_storage() != model::WeightFormat::int8;
   return std::string(", ") + model::weight_format_name(w.train.weight_storage()) + " base (" +
          (four_bit ? (w.train.double_quant ? "double quant, " : "no double quant, ") : "") +
-         (w.train.kbit_prepare ? "kbit-prepared" : "not kbit-prepared") + ")";
+         (w.train.kbit_prepare ? "kbit-prepared" : "not kbit-prepared") +
+         (w.train.adapters_in_compute_precision ? ", adapters in " + std::string(model::precision_name(w.train.precision))
+                                                : "") + ")";
 }
 }  // namespace
 

@@ -66,6 +66,8 @@ void add_quant_options(OptionTable& t, WorkloadArgs& a) {
       .optional_text("double-quant", a.double_quant, "4-bit base: quantize the absmax values again (bnb_4bit_use_double_quant): true (default, QLoRA's recipe) or false")
       .optional_text("kbit-prepare", a.kbit_prepare, "quantized base prepared by PEFT's prepare_model_for_kbit_training (fp32 embeddings, LM head and norms; checkpointing on): true (default with --quant) or false")
       .quantity("kbit_prepare")
+      .optional_text("adapter-dtype", a.adapter_dtype, "the LoRA adapters' dtype: fp32 (PEFT's default) or compute (the --precision; TRL's SFTTrainer keeps them so on a quantized base, and --trainer sft assumes it there)")
+      .quantity("adapter_dtype")
       .text("optim", a.optim, "TrainingArguments optim: adamw_torch (default), adamw_torch_fused, paged_adamw_8bit, paged_adamw_32bit, adamw_bnb_8bit")
       .quantity("optim");
 }
@@ -84,6 +86,11 @@ GradCkpt prepared_grad_ckpt(const WorkloadArgs& a) {
 
 void apply_quant(const WorkloadArgs& a, model::Workload& w) {
   w.train.optimizer = model::parse_optimizer(a.optim);
+  if (a.adapter_dtype) {
+    if (*a.adapter_dtype != "fp32" && *a.adapter_dtype != "compute")
+      throw InputError("--adapter-dtype must be fp32 or compute, got '" + *a.adapter_dtype + "'");
+    w.train.adapters_in_compute_precision = *a.adapter_dtype == "compute";
+  }
   const QuantChoice c = choose(a);
   w.train.double_quant = c.double_quant;
   if (!c.format) {

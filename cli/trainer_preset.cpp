@@ -48,6 +48,13 @@ WorkloadArgs with_trainer_preset(WorkloadArgs a) {
                      a.stack.stack + ": drop one of them");
   if (!a.stack.autocast) a.stack.autocast = std::string(p.autocast);
   if (!a.stack.fused_lm_head) a.stack.fused_lm_head = std::string(p.fused_lm_head);
+  // TRL 1.16's SFTTrainer on a quantized base: no prepare_model_for_kbit_training (embeddings, LM
+  // head and norms stay in the compute precision) and the adapters kept in it too
+  // (bench/results/h200/qlora-run1). Only a quantized base: on a float one PEFT's fp32 adapters stay.
+  if (std::string(p.name) == "sft" && (a.quant && *a.quant != "none")) {
+    if (!a.kbit_prepare) a.kbit_prepare = std::string("false");
+    if (!a.adapter_dtype) a.adapter_dtype = std::string("compute");
+  }
   return a;
 }
 

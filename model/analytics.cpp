@@ -129,8 +129,8 @@ StaticMemory static_memory(const Workload& w) {
   Checked k;
   StaticMemory m;
   m.weights_bytes = frozen_weight_bytes(w);     // each throws naming the model
-  m.adapter_bytes = k.mul(c.trainable, 4);
-  m.gradient_bytes = k.mul(c.trainable, 4);
+  m.adapter_bytes = k.mul(c.trainable, w.train.adapter_element_bytes());
+  m.gradient_bytes = k.mul(c.trainable, w.train.adapter_element_bytes());
   m.optimizer_bytes = optimizer_state_bytes(w);
   k.add(k.add(m.weights_bytes, m.adapter_bytes), k.add(m.gradient_bytes, m.optimizer_bytes));  // total()
   if (k.overflowed) throw too_large(w.arch.name, "weight and optimizer bytes");

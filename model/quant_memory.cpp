@@ -27,8 +27,11 @@ InputError too_large(const Workload& w, const char* what) {
 bool eight_bit(Optimizer o) { return o == Optimizer::paged_adamw_8bit || o == Optimizer::adamw_bnb_8bit; }
 bool paged(Optimizer o) { return o == Optimizer::paged_adamw_8bit || o == Optimizer::paged_adamw_32bit; }
 
-// The state of one adapter tensor of n elements.
-int64_t tensor_state_bytes(Optimizer o, int64_t n, Checked& k) {
+// The state of one adapter tensor of n elements whose weights take `e` bytes each: torch's AdamW
+// keeps its two moments in the parameter's dtype, bitsandbytes' 32-bit state is fp32 whatever
+// the parameter's dtype, its 8-bit state one byte per moment.
+int64_t tensor_state_bytes(Optimizer o, int64_t n, int64_t e, Checked& k) {
+  if (o == Optimizer::adamw_torch || o == Optimizer::adamw_torch_fused) return k.mul(n, 2 * e);
   if (!eight_bit(o) || n < kMin8bitSize) return k.mul(n, 8);
   return k.add(k.mul(n, 2), k.mul(ceil_div(n, kOptimizerBlock), 8));
 }
@@ -79,7 +82,7 @@ int64_t optimizer_state_bytes(const Workload& w) {
   Checked k;
   int64_t bytes = 0;
   for_each_adapter_tensor(w, [&](int64_t n, int64_t count) {
-    bytes = k.add(bytes, k.mul(count, tensor_state_bytes(w.train.optimizer, n, k)));
+    bytes = k.add(bytes, k.mul(count, tensor_state_bytes(w.train.optimizer, n, w.train.adapter_element_bytes(), k)));
   });
   if (k.overflowed) throw too_large(w, "optimizer state bytes");
   return bytes;
@@ -90,7 +93,7 @@ int64_t optimizer_paged_bytes(const Workload& w) {
   Checked k;
   int64_t bytes = 0;
   for_each_adapter_tensor(w, [&](int64_t n, int64_t count) {
-    if (n >= kMinPagedElements) bytes = k.add(bytes, k.mul(count, tensor_state_bytes(w.train.optimizer, n, k)));
+    if (n >= kMinPagedElements) bytes = k.add(bytes, k.mul(count, tensor_state_bytes(w.train.optimizer, n, w.train.adapter_element_bytes(), k)));
   });
   if (k.overflowed) throw too_large(w, "optimizer state bytes");
   return bytes;

@@ -94,6 +94,10 @@ WeightFormat parse_weight_format(const std::string& text) {
   throw invalid("weight_format", "unknown weight format '" + text + "': allowed are bf16, fp16, fp32, int8, nf4, fp4");
 }
 
+int64_t TrainingSpec::adapter_element_bytes() const {
+  return adapters_in_compute_precision ? bytes_per_element(precision) : 4;
+}
+
 WeightFormat weight_format_of(Precision p) {
   switch (p) {
     case Precision::bf16: return WeightFormat::bf16;

@@ -64,7 +64,15 @@ struct TrainingSpec {
   /// not quantized (embeddings, LM head, norms, biases) cast to fp32, gradient checkpointing on
   /// (validate() requires grad_ckpt). Ignored for a float base.
   bool kbit_prepare = true;
+  /// The adapters kept in the compute precision instead of fp32: TRL's SFTTrainer does so for a
+  /// quantized base under bf16/fp16 (get_peft_model with autocast_adapter_dtype=False); PEFT's
+  /// default casts them to fp32. Their weights, gradients and torch AdamW moments then take 2
+  /// bytes each, not 4.
+  bool adapters_in_compute_precision = false;
   Optimizer optimizer = Optimizer::adamw_torch;
+
+  /// Bytes per element of the adapters' weights and gradients.
+  int64_t adapter_element_bytes() const;
 
   /// `lengths`, or the one-point distribution at `seq_len` when it is empty.
   LengthDistribution length_distribution() const;

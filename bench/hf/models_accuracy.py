@@ -43,6 +43,7 @@ def stack_flags(r):
         # (TRL 1.16) leaves the base as loaded and casts the adapters to bf16.
         trainer = r["trainer"] == "Trainer"
         flags += ["--quant", r["quant"], "--double-quant", "true", "--kbit-prepare", "true" if trainer else "false",
+                  "--adapter-dtype", "fp32" if trainer else "compute",
                   "--optim", r.get("optim") or "adamw_torch_fused"]
         if trainer:
             flags += ["--grad-ckpt"]

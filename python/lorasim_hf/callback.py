@@ -41,7 +41,8 @@ ROW_COLUMNS = ("model", "seq_len", "micro_batch", "accumulation", "grad_ckpt", "
                "lora_targets", "precision", "oom", "step_time_s", "peak_allocated_bytes", "peak_reserved_bytes",
                "stack", "attn_impl", "lora_dropout", "allocator", "autocast", "loop", "fused_lm_head",
                "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
-               "new_shapes_per_step", "model_config_sha256", "quant", "double_quant", "kbit_prepare", "optim")
+               "new_shapes_per_step", "model_config_sha256", "quant", "double_quant", "kbit_prepare", "optim",
+               "adapter_dtype")
 # TrainingArguments.optim values lorasim counts (transformers' alias adamw_8bit is adamw_bnb_8bit).
 _OPTIMS = {"adamw_torch": "adamw_torch", "adamw_torch_fused": "adamw_torch_fused",
            "paged_adamw_8bit": "paged_adamw_8bit", "paged_adamw_32bit": "paged_adamw_32bit",
@@ -167,6 +168,10 @@ def quant_columns(model, args=None):
     weight = getattr(embeddings, "weight", None)
     row["kbit_prepare"] = bool(weight is not None and weight.dtype == _torch.float32 and row["precision"] != "fp32") \
         or (row["precision"] == "fp32" and bool(getattr(base, "is_gradient_checkpointing", False)))
+    # TRL's SFTTrainer keeps a quantized base's adapters in the compute dtype; PEFT casts them to fp32.
+    trainable = next((p for p in model.parameters() if p.requires_grad), None)
+    if trainable is not None:
+        row["adapter_dtype"] = _dtype_name(trainable.dtype) or "fp32"
     return row
 
 

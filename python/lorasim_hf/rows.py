@@ -21,7 +21,7 @@ COLUMNS = (
     "device", "device_memory_bytes", "processes", "collation", "padded_lengths", "real_tokens",
     "new_shapes_per_step", "model_config_sha256",
     # A quantized base and the optimizer (issue 18).
-    "quant", "double_quant", "kbit_prepare", "optim",
+    "quant", "double_quant", "kbit_prepare", "optim", "adapter_dtype",
 )
 REQUIRED = ("model", "seq_len", "micro_batch")
 _INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "peak_allocated_bytes",

@@ -119,4 +119,23 @@ TEST(QuantCliTest, RecommendOnDataOfManyLengthsSaysItToo) {
   EXPECT_NE(nf4.find("quantization_config: BitsAndBytesConfig(load_in_4bit=True"), std::string::npos) << nf4;
 }
 
+TEST(QuantCliTest, TheSftPresetOnAQuantizedBaseIsTrlsPath) {
+  // TRL 1.16's SFTTrainer: no prepare_model_for_kbit_training, the adapters in the compute dtype.
+  const json sft = ok_json(with(kRecommend, {"--quant", "nf4", "--trainer", "sft", "--format", "json"}));
+  EXPECT_EQ(sft["workload"]["kbit_prepare"], false);
+  EXPECT_EQ(sft["workload"]["adapter_dtype"], "bf16");
+  const json explicit_fp32 = ok_json(with(kRecommend, {"--quant", "nf4", "--trainer", "sft", "--adapter-dtype", "fp32",
+                                                       "--format", "json"}));
+  EXPECT_EQ(explicit_fp32["workload"]["adapter_dtype"], "fp32");
+  // bf16 adapters: 8 bytes less per adapter parameter (weights, gradients, AdamW's moments).
+  const double trainable = sft["workload"]["trainable_params"].get<double>();
+  EXPECT_NEAR(explicit_fp32["splits"][0]["peak_allocated_bytes"].get<double>() -
+                  sft["splits"][0]["peak_allocated_bytes"].get<double>(),
+              8 * trainable, 1.0);
+  // On a float base the preset keeps PEFT's fp32 adapters.
+  const json plain = ok_json(with(kRecommend, {"--trainer", "sft", "--format", "json"}));
+  EXPECT_FALSE(plain["workload"].contains("adapter_dtype"));
+  expect_error(with(kRecommend, {"--adapter-dtype", "half"}), kUsage, {"--adapter-dtype must be fp32 or compute"});
+}
+
 }  // namespace

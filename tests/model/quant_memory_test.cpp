@@ -165,5 +165,25 @@ TEST(QuantMemoryTest, PreparedBaseMustCheckpoint) {
   EXPECT_NO_THROW(w.validate());
 }
 
+TEST(QuantMemoryTest, AdaptersKeptInTheComputePrecisionHalveTheirBytes) {
+  // TRL's SFTTrainer on a quantized base: 17,432,576 adapter parameters of qwen3-1.7b in bf16.
+  // Weights and gradients 2 bytes each, torch AdamW's two moments in the parameter's dtype
+  // (2 x 2 bytes); bitsandbytes' 32-bit state stays fp32 (8 bytes) whatever the dtype.
+  Workload w = qlora();
+  w.train.kbit_prepare = false;
+  const StaticMemory fp32 = static_memory(w);
+  EXPECT_EQ(fp32.adapter_bytes, 4 * int64_t{17432576});
+  EXPECT_EQ(fp32.optimizer_bytes, 8 * int64_t{17432576});
+  w.train.adapters_in_compute_precision = true;
+  const StaticMemory half = static_memory(w);
+  EXPECT_EQ(half.adapter_bytes, 2 * int64_t{17432576});
+  EXPECT_EQ(half.gradient_bytes, 2 * int64_t{17432576});
+  EXPECT_EQ(half.optimizer_bytes, 4 * int64_t{17432576});
+  EXPECT_EQ(half.weights_bytes, fp32.weights_bytes);
+  EXPECT_EQ(fp32.total() - half.total(), 8 * int64_t{17432576});
+  w.train.optimizer = Optimizer::paged_adamw_32bit;
+  EXPECT_EQ(optimizer_state_bytes(w), 8 * int64_t{17432576});
+}
+
 }  // namespace
 }  // namespace lorasim::model
