@@ -16,14 +16,24 @@ a seeded order without replacement, right-padded with pad id 0, attention_mask, 
 each row records the timed micro-batches' collation, padded_lengths and real_tokens, seq_len
 being the largest width.
 
+A run may carry its own lengths (`lengths`: [[length, count], ...], `padding`, `lengths_seed`;
+what `lorasim calibrate --stack hf-peft` plans), which win over --lengths. Every row records
+`new_shapes_per_step`: the timed micro-batches per step whose (rows, width) shape the process had
+not trained a model of that width on (lorasim_hf.seen). A run with `fused_lm_head` trains through
+TRL's fused LM head as SFTTrainer does (trl.trainer.utils.add_fused_lm_head, the loss from its
+per-token log-probs, its entropy and accuracy metrics); without trl installed such runs are
+skipped: a line {"skipped": label, "why": ...} stands for each.
+
 stdout: one JSON Lines measurement row per run (docs/measurements.md), flushed as each ends;
-stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized);
-`micro_batch_time_s` and `optimizer_time_s` are medians too (CUDA events on the GPU).
+stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized), their
+mean when the widths varied; `micro_batch_time_s` likewise, `optimizer_time_s` the median (CUDA
+events on the GPU).
 Exit 0 when every run was attempted, 1 when some run failed for another reason than memory,
 2 when torch, transformers or peft is missing.
 """
 import argparse
 import gc
+import importlib
 import json
 import os
 import statistics
@@ -33,12 +43,14 @@ import time
 from lorasim_hf import length_batches
 from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.rows import check_row, json_line, targets_cell
-from lorasim_hf.seen import device_columns
+from lorasim_hf.seen import SeenBatches, device_columns
 
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
                 "precision": "bf16", "autocast": True, "attn_impl": "sdpa",
-                "loop": "trainer"}
+                "loop": "trainer",
+                # the plan's own data of many lengths and TRL's fused LM head (docs/lengths.md)
+                "fused_lm_head": False, "lengths": None, "padding": "longest", "lengths_seed": 0}
 # "trainer": the step transformers' Trainer runs; "plain": the loop most scripts write --
 # model(input_ids, labels=...), loss / accumulation, backward, torch.optim.AdamW's default
 # (foreach) step, zero_grad -- with no fp32 output copies, clipping, NaN check or scheduler.
@@ -101,6 +113,7 @@ def load_plan(source):
             run["lora_targets"] = targets_cell(run["lora_targets"])
         except ValueError as e:
             raise PlanError(f"{where}: {e}") from None
+        check_run_lengths(run, where)
         unknown = sorted(set(r) - set(RUN_DEFAULTS) - set(RUN_REQUIRED))
         if unknown:  # a newer lorasim may plan more; say so, but measure what is understood
             print(f"probe: {where}: ignoring unknown key(s) {', '.join(unknown)}", file=sys.stderr)
@@ -108,11 +121,53 @@ def load_plan(source):
     return device, allocator, runs
 
 
+def check_run_lengths(run, where):
+    """A run's own lengths ([[length, count], ...]), padding and seed, and its fused-head flag."""
+    if not isinstance(run["fused_lm_head"], bool):
+        raise PlanError(f"{where}: fused_lm_head must be true or false")
+    if run["lengths"] is None:
+        return
+    pairs = run["lengths"]
+    if not isinstance(pairs, list) or not pairs or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in p)
+            and p[0] >= 1 and p[1] >= 0 for p in pairs) or sum(p[1] for p in pairs) < 1:
+        raise PlanError(f"{where}: lengths must be a list of [length >= 1, count >= 0] pairs with some count")
+    try:
+        length_batches.parse_padding(run["padding"])
+    except (ValueError, TypeError) as e:
+        raise PlanError(f"{where}: {e}") from None
+    if not isinstance(run["lengths_seed"], int):
+        raise PlanError(f"{where}: lengths_seed must be a whole number")
+
+
+def run_sampler(run):
+    """A fresh sampler of the run's own lengths (truncated at its seq_len), or None."""
+    if run["lengths"] is None:
+        return None
+    seqs = [length for length, count in run["lengths"] for _ in range(count)]
+    return length_batches.LengthSampler(seqs, run["padding"], run["lengths_seed"], run["seq_len"])
+
+
+def has_trl():
+    try:
+        importlib.import_module("trl")
+        return True
+    except ImportError:
+        return False
+
+
 def model_key(run):
-    """Runs with equal keys share one built model (weights, adapters, checkpointing)."""
+    """Runs with equal keys share one built model (weights, adapters, checkpointing, fused head)."""
     return (json.dumps(run["hf_config"], sort_keys=True), run["num_layers"], run["precision"], run["attn_impl"],
             run["grad_ckpt"], run["lora_rank"], float(run["lora_alpha"]), run["lora_targets"],
-            float(run["lora_dropout"]))
+            float(run["lora_dropout"]), bool(run["fused_lm_head"]))
+
+
+def shape_key(run):
+    """Models whose GEMMs and kernels are alike at one (rows, width), whatever their depth."""
+    cfg = {k: v for k, v in run["hf_config"].items() if k != "num_hidden_layers" and not isinstance(v, list)}
+    return (json.dumps(cfg, sort_keys=True), run["precision"], run["attn_impl"], run["lora_rank"],
+            run["lora_targets"], bool(run["fused_lm_head"]), bool(run["autocast"]))
 
 
 def set_allocator(allocator):
@@ -148,6 +203,7 @@ class Probe:
             raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
         self.cuda = device == "cuda"
         self.device_columns = device_columns(self.torch, device, world_size=1)  # one process, the plan's device
+        self._shapes = {}  # shape_key -> the (rows, width) shapes this process trained models of that key on
         # The libraries' objects never become garbage; leaving them out of every collection makes
         # gc.collect() between runs take microseconds instead of a quarter of a second.
         gc.collect()
@@ -166,6 +222,9 @@ class Probe:
         with torch.device(self.device):  # random init where the model runs: seconds, not a minute on the CPU
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
                                                                    attn_implementation=run["attn_impl"])
+        if run["fused_lm_head"]:  # as SFTTrainer installs it (TRL 1.x), before PEFT wraps the model
+            from trl.trainer.utils import add_fused_lm_head
+            add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
         targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
             PROJECTIONS[t] for t in run["lora_targets"].split(";")]
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
@@ -208,6 +267,8 @@ class Probe:
 
         def forward(batch, n_items):
             inputs = {k: v.to(self.device) for k, v in batch.items()}
+            if run["fused_lm_head"]:
+                return fused_forward(inputs, n_items)
             if plain:
                 if not run["autocast"]:
                     return model(**inputs).loss / a
@@ -221,6 +282,17 @@ class Probe:
             out = {k: v.float() if torch.is_tensor(v) and v.dtype in (torch.float16, torch.bfloat16) else v
                    for k, v in out.items()}
             return out["loss"]
+
+        def fused_forward(inputs, n_items):
+            # SFTTrainer.compute_loss (TRL 1.16): per-token log-probs from the fused head, their sum
+            # over the window's tokens, and its entropy and accuracy metrics (each a host sync).
+            with torch.autocast(self.device, dtype=half, enabled=run["autocast"]):
+                out = model(**inputs, fused_lm_head=True)
+            n = out.label_mask.sum().clamp(min=1) * a if plain else n_items
+            valid = out.label_mask.sum()
+            (out.entropy.detach().sum() / valid).item()
+            (out.is_top1.sum() / valid).item()
+            return -out.log_probs.sum() / n
 
         def step():
             batches = [draw() for _ in range(a)]
@@ -266,21 +338,34 @@ class Probe:
 
         if self.cuda:  # the peak covers this run alone, not what an earlier run left cached
             torch.cuda.empty_cache()
-        for _ in range(run["warmup_steps"]):
-            step()
-        if self.cuda:
-            torch.cuda.reset_peak_memory_stats()
-        if lengths is not None:
-            record.append(length_batches.WidthRecord(lengths.padding))
-        times = [step() for _ in range(run["steps"])]
+        # Which micro-batches meet a shape this process has not trained on (lorasim_hf.seen): the
+        # kernels' choice per shape is cached per process, for models of one width alike.
+        seen = SeenBatches(torch, shapes=self._shapes.setdefault(shape_key(run), set()))
+        hook = model.register_forward_pre_hook(seen, with_kwargs=True)
+        try:
+            for _ in range(run["warmup_steps"]):
+                step()
+            if self.cuda:
+                torch.cuda.reset_peak_memory_stats()
+            if lengths is not None:
+                record.append(length_batches.WidthRecord(lengths.padding))
+            seen.active = True
+            times = [step() for _ in range(run["steps"])]
+        finally:
+            hook.remove()
         row = self.workload_row(run)
         if record:
             row.update(record[0].columns(), seq_len=record[0].largest())
         else:  # random tokens of one length: every timed micro-batch b x s, all real
             row.update(collation="fixed", padded_lengths={s: run["steps"] * a}, real_tokens=float(b * s))
-        row.update(oom=False, step_time_s=statistics.median(t[0] for t in times),
-                   micro_batch_time_s=statistics.median(t[1] for t in times),
-                   optimizer_time_s=statistics.median(t[2] for t in times))
+        # One shape: the median step is the steady state. Many widths: the mean, which is what a
+        # prediction from the widths gives, with what the new shapes among them cost (as LorasimCallback).
+        varying = bool(record) and len(record[0].widths) > 1
+        centre = statistics.fmean if varying else statistics.median
+        row.update(oom=False, step_time_s=centre(t[0] for t in times),
+                   micro_batch_time_s=centre(t[1] for t in times),
+                   optimizer_time_s=statistics.median(t[2] for t in times),
+                   new_shapes_per_step=seen.new_shapes / len(times) if varying else 0.0)
         if self.cuda:
             row.update(peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                        peak_reserved_bytes=torch.cuda.max_memory_reserved())
@@ -293,7 +378,8 @@ class Probe:
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
                 "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
                 "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
-                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe"}
+                "autocast": bool(run["autocast"]), "fused_lm_head": bool(run["fused_lm_head"]),
+                "loop": "plain" if run["loop"] == "plain" else "probe"}
 
     def free(self):
         gc.collect()
@@ -303,7 +389,8 @@ class Probe:
 
 def label(run):
     return (f"{run['model']} L={run['num_layers'] or 'all'} s={run['seq_len']} b={run['micro_batch']} "
-            f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}")
+            f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}{' fused-head' if run['fused_lm_head'] else ''}"
+            f"{' lengths' if run['lengths'] else ''}")
 
 
 def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
@@ -328,8 +415,16 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
             groups[key] = []
         groups[key].append((i, r))
     rows, failures, t_build = [], 0, 0.0
+    trl = has_trl() if any(r["fused_lm_head"] for r in runs) else True
     for key in order:
         first = groups[key][0][1]
+        if first["fused_lm_head"] and not trl:  # the rest of the plan still calibrates
+            for i, r in groups[key]:
+                why = "TRL's fused LM head needs trl (pip install trl)"
+                out.write(json.dumps({"skipped": label(r), "why": why}) + "\n")
+                out.flush()
+                print(f"[{i}/{len(runs)}] {label(r)}: skipped: {why}", file=log, flush=True)
+            continue
         t0 = time.perf_counter()
         try:
             model, vocab = probe.build(first)
@@ -342,7 +437,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
         t_build += time.perf_counter() - t0
         for i, r in groups[key]:
             row, error = None, None
-            sampler = lengths() if lengths else None
+            sampler = run_sampler(r) or (lengths() if lengths else None)
             try:
                 if model is None:
                     raise probe.torch.cuda.OutOfMemoryError("building the model")
