@@ -335,9 +335,11 @@ void fit_memory_scales(const std::vector<Row>& rows, model::StackModel& hw, std:
     for (const Group& g : allocated.front()) report.push_back({g.name, 1, false, "no row measured memory"});
   }
 
+  // A row of many widths holds the allocator's varying-shape share beyond the line (fit_shapes.cpp).
   std::vector<const Row*> both;
   for (const Row& r : rows)
-    if (measured(r.m->peak_allocated_bytes) && measured(r.m->peak_reserved_bytes)) both.push_back(&r);
+    if (measured(r.m->peak_allocated_bytes) && measured(r.m->peak_reserved_bytes) && !varied_widths(r))
+      both.push_back(&r);
   const Group line_scale{"reserved_scale", {coef("reserved_scale")}},
       overhead{"reserved_overhead", {coef("reserved_overhead_bytes")}},
       line{"reserved", {coef("reserved_scale"), coef("reserved_overhead_bytes")}};

@@ -146,7 +146,10 @@ int cmd_calibrate_hf(const Args& args) {
   std::cerr << "calibrating the hf-peft stack on " << device << " with " << opt.reference.arch.name << " ("
             << plan.size() << " runs, python: " << popt.python << ")\n";
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<calib::Measurement> rows = calib::run_probe(plan, popt);
+  std::vector<std::string> skipped;
+  const std::vector<calib::Measurement> rows = calib::run_probe(plan, popt, {}, &skipped);
+  for (const std::string& why : skipped)
+    std::cerr << "warning: skipped " << why << "; the profile keeps its fused_head_s_per_token\n";
   const double duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const std::string base = profile.source_text_name;
