@@ -345,7 +345,11 @@ void fit_memory_scales(const std::vector<Row>& rows, model::StackModel& hw, std:
       line{"reserved", {coef("reserved_scale"), coef("reserved_overhead_bytes")}};
   const std::vector<std::vector<Group>> reserved = {{line_scale, overhead}, {line}};
   if (both.empty()) {
-    report.push_back({line.name, 1, false, "no row measured allocated and reserved memory"});
+    const bool varied = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return varied_widths(r); });
+    report.push_back({line.name, 1, false,
+                      varied ? "only rows of many widths measured reserved memory: their hold beyond the line is "
+                               "the varying-shape share's (fitted below)"
+                             : "no row measured allocated and reserved memory"});
     return;
   }
   Eigen::VectorXd target(static_cast<Eigen::Index>(both.size()));

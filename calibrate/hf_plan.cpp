@@ -17,6 +17,8 @@ using nlohmann::json;
 
 // The shortest sequence a shrunk run keeps: below it a run measures little but overheads.
 constexpr int64_t kMinPlanSeqLen = 128;
+// The shortest truncation of a run on the plan's lengths: its median is 256 tokens.
+constexpr int64_t kMinVariedSeqLen = 256;
 
 std::string dropout_text(double p) {
   char buf[32];
@@ -67,8 +69,11 @@ std::vector<HfPlannedRun> fit_to_memory(std::vector<HfPlannedRun> runs, const Hf
   std::vector<HfPlannedRun> kept;
   for (HfPlannedRun& r : runs) {
     Measurement& m = r.planned;
-    const auto shrink = [&m] {
-      if (m.micro_batch > 1) m.micro_batch /= 2;
+    const bool varied = r.varied_lengths;
+    const auto shrink = [&m, varied] {
+      // Runs on lengths keep their two micro-batches apart: their truncation shrinks first.
+      if (varied && m.workload.train.seq_len > kMinVariedSeqLen) m.workload.train.seq_len /= 2;
+      else if (m.micro_batch > 1) m.micro_batch /= 2;
       else if (m.workload.train.seq_len > kMinPlanSeqLen) m.workload.train.seq_len /= 2;
       else return false;
       return true;

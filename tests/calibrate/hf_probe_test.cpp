@@ -57,7 +57,7 @@ TEST(HfProbeTest, ASkippedRunStandsForItsRowAndIsReported) {
   Fixture fx;
   ProbeOptions opt;
   opt.work_dir = fx.dir.string();
-  opt.python = fx.python({kRow, R"({"skipped": "qwen3-1.7b L=4 s=512 b=4 a=1 fused-head", "why": "TRL's fused LM head needs trl (pip install trl)"})"});
+  opt.python = fx.python({kRow, R"x({"skipped": "qwen3-1.7b L=4 s=512 b=4 a=1 fused-head", "why": "TRL's fused LM head needs trl (pip install trl)"})x"});
   std::vector<std::string> skipped;
   const std::vector<Measurement> rows = run_probe(two_runs(), opt, {}, &skipped);
   ASSERT_EQ(rows.size(), 1u);
