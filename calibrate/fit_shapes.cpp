@@ -51,6 +51,8 @@ void fit_new_shape(const std::vector<Row>& rows, model::StackModel& view, std::v
     if (!varied_widths(r) || !measured(r.m->new_shapes_per_step)) continue;
     pts.push_back({r.m->step_time_s, steady_step_s(r, view), r.m->new_shapes_per_step, workload_key(*r.m)});
   }
+  const bool any_varied = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return varied_widths(r); });
+  if (!any_varied) return;  // rows of one width say nothing of new shapes
   double max_n = 0;
   for (const Point& q : pts) max_n = std::max(max_n, q.n);
   if (max_n <= 0) {
