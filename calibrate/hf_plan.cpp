@@ -17,7 +17,7 @@ using nlohmann::json;
 
 // The shortest sequence a shrunk run keeps: below it a run measures little but overheads.
 constexpr int64_t kMinPlanSeqLen = 128;
-// The shortest truncation of a run on the plan's lengths: its median is 256 tokens.
+// The shortest truncation a run on the plan's lengths shrinks to (its median a quarter of it).
 constexpr int64_t kMinVariedSeqLen = 256;
 
 std::string dropout_text(double p) {
@@ -123,14 +123,19 @@ void add_fused(PlanBuilder& p, const model::Architecture& arch, int64_t depth,
 
 }  // namespace
 
+std::string HfPlanLengths::padding(int64_t max_length) const {
+  return "multiple:" + std::to_string(std::max<int64_t>(1, max_length / std::max<int64_t>(1, widths)));
+}
+
 std::vector<std::pair<int64_t, int64_t>> plan_lengths_histogram(const HfPlanLengths& spec, int64_t max_length) {
-  if (max_length < 1 || spec.sequences < 1 || !(spec.median_tokens > 0) || !(spec.sigma >= 0))
+  if (max_length < 1 || spec.sequences < 1 || !(spec.median_share > 0) || !(spec.sigma >= 0))
     throw InputError("the plan's lengths need a positive maximum, median and count");
+  const double median = spec.median_share * static_cast<double>(max_length);
   std::map<int64_t, int64_t> counts;
   const double n = static_cast<double>(spec.sequences);
   for (int64_t i = 0; i < spec.sequences; ++i) {
     const double u = (static_cast<double>(i) + 0.5) / n;
-    const double l = std::round(spec.median_tokens * std::exp(spec.sigma * normal_quantile(u)));
+    const double l = std::round(median * std::exp(spec.sigma * normal_quantile(u)));
     ++counts[std::clamp<int64_t>(static_cast<int64_t>(l), 1, max_length)];
   }
   return {counts.begin(), counts.end()};
@@ -146,7 +151,8 @@ std::string HfPlannedRun::label() const {
   if (st.lora_dropout > 0) s += " dropout=" + dropout_text(st.lora_dropout);
   if (!st.autocast) s += " no-autocast";
   if (st.fused_lm_head) s += " fused-head";
-  if (varied_lengths) s += " lengths=lognormal:" + lengths.padding + " steps=" + std::to_string(steps);
+  if (varied_lengths)
+    s += " lengths=lognormal:" + lengths.padding(w.train.seq_len) + " steps=" + std::to_string(steps);
   s += std::string(" ") + model::allocator_name(st.allocator);
   return s;
 }
@@ -279,7 +285,7 @@ std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::strin
       json hist = json::array();
       for (auto [length, count] : plan_lengths_histogram(r.lengths, w.train.seq_len)) hist.push_back({length, count});
       run["lengths"] = hist;
-      run["padding"] = r.lengths.padding;
+      run["padding"] = r.lengths.padding(w.train.seq_len);
       run["lengths_seed"] = r.lengths.seed;
     }
     plan["runs"].push_back(run);

@@ -37,13 +37,17 @@ inline constexpr double kPlanMemoryShare = 0.85;
 
 /// The plan's own data of many lengths: a long-tailed (log-normal) distribution of token
 /// lengths, truncated at the run's seq_len, padded as HF's `pad_to_multiple_of` pads, drawn in a
-/// seeded order. Its widths take few enough values that a run meets new shapes and repeats.
+/// seeded order. Its widths take few enough values that a run meets new shapes and repeats. Its
+/// median and padding are shares of the truncation, so a run the plan shrinks (or the CPU's short
+/// one) keeps the same shape: at 1024 tokens, median 256 and multiples of 64.
 struct HfPlanLengths {
-  double median_tokens = 256;
-  double sigma = 0.9;                   ///< of the log of the length
-  int64_t sequences = 1000;             ///< lengths at that many evenly spaced quantiles
-  std::string padding = "multiple:64";  ///< docs/lengths.md's spelling
-  int64_t seed = 0;                     ///< the sampler's order
+  double median_share = 0.25;  ///< the median length over the truncation
+  double sigma = 0.9;          ///< of the log of the length
+  int64_t sequences = 1000;    ///< lengths at that many evenly spaced quantiles
+  int64_t widths = 16;         ///< padded to multiples of truncation / widths: at most this many widths
+  int64_t seed = 0;            ///< the sampler's order
+  /// docs/lengths.md's spelling of the padding at `max_length` ("multiple:64" at 1024).
+  std::string padding(int64_t max_length) const;
 };
 
 /// The lengths of `spec` truncated at `max_length`, as (length, count) ascending: the length at

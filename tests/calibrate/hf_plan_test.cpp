@@ -293,7 +293,7 @@ TEST(HfPlanTest, VariedRunsAreTwoMicroBatchesEachWithAReplayOnTheUsersAllocator)
         EXPECT_EQ(r->planned.workload.arch.num_layers, 12) << r->label();  // at depth: the hold follows activations
         EXPECT_EQ(r->planned.workload.train.seq_len, 1024) << r->label();
         EXPECT_FALSE(r->planned.workload.stack.fused_lm_head) << r->label();
-        EXPECT_EQ(r->lengths.padding, "multiple:64");
+        EXPECT_EQ(r->lengths.padding(r->planned.workload.train.seq_len), "multiple:64");
         EXPECT_EQ(r->warmup_steps, 1);
       }
       EXPECT_EQ(replay.planned.micro_batch, run.planned.micro_batch);
@@ -349,6 +349,19 @@ TEST(HfPlanTest, PlanLengthsAreTheLogNormalsQuantilesTruncated) {
   EXPECT_GT(h.back().second, 50);
   EXPECT_LT(h.back().second, 70);
   EXPECT_EQ(plan_lengths_histogram(spec, 1024), h);  // no randomness: the same on every platform
+  EXPECT_EQ(spec.padding(1024), "multiple:64");
+  // A shorter truncation (the CPU's 64 tokens, a run shrunk for a small GPU) keeps the shape:
+  // median a quarter of it, 16 widths of padding, the same share truncated.
+  const auto short_h = plan_lengths_histogram(spec, 64);
+  EXPECT_EQ(spec.padding(64), "multiple:4");
+  int64_t at_16 = 0, at_max = 0;
+  for (auto [l, c] : short_h) {
+    if (l <= 16) at_16 += c;
+    if (l == 64) at_max = c;
+  }
+  EXPECT_GE(at_16, 500);
+  EXPECT_GT(at_max, 50);
+  EXPECT_LT(at_max, 70);
   EXPECT_THROW(plan_lengths_histogram(spec, 0), InputError);
 }
 
