@@ -33,14 +33,13 @@ Exit 0 when every run was attempted, 1 when some run failed for another reason t
 """
 import argparse
 import gc
-import importlib
 import json
 import os
 import statistics
 import sys
 import time
 
-from lorasim_hf import length_batches
+from lorasim_hf import length_batches, probe_runs
 from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.rows import check_row, json_line, targets_cell
 from lorasim_hf.seen import SeenBatches, device_columns
@@ -113,7 +112,7 @@ def load_plan(source):
             run["lora_targets"] = targets_cell(run["lora_targets"])
         except ValueError as e:
             raise PlanError(f"{where}: {e}") from None
-        check_run_lengths(run, where)
+        probe_runs.check_run(run, where, PlanError)
         unknown = sorted(set(r) - set(RUN_DEFAULTS) - set(RUN_REQUIRED))
         if unknown:  # a newer lorasim may plan more; say so, but measure what is understood
             print(f"probe: {where}: ignoring unknown key(s) {', '.join(unknown)}", file=sys.stderr)
@@ -121,53 +120,11 @@ def load_plan(source):
     return device, allocator, runs
 
 
-def check_run_lengths(run, where):
-    """A run's own lengths ([[length, count], ...]), padding and seed, and its fused-head flag."""
-    if not isinstance(run["fused_lm_head"], bool):
-        raise PlanError(f"{where}: fused_lm_head must be true or false")
-    if run["lengths"] is None:
-        return
-    pairs = run["lengths"]
-    if not isinstance(pairs, list) or not pairs or not all(
-            isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in p)
-            and p[0] >= 1 and p[1] >= 0 for p in pairs) or sum(p[1] for p in pairs) < 1:
-        raise PlanError(f"{where}: lengths must be a list of [length >= 1, count >= 0] pairs with some count")
-    try:
-        length_batches.parse_padding(run["padding"])
-    except (ValueError, TypeError) as e:
-        raise PlanError(f"{where}: {e}") from None
-    if not isinstance(run["lengths_seed"], int):
-        raise PlanError(f"{where}: lengths_seed must be a whole number")
-
-
-def run_sampler(run):
-    """A fresh sampler of the run's own lengths (truncated at its seq_len), or None."""
-    if run["lengths"] is None:
-        return None
-    seqs = [length for length, count in run["lengths"] for _ in range(count)]
-    return length_batches.LengthSampler(seqs, run["padding"], run["lengths_seed"], run["seq_len"])
-
-
-def has_trl():
-    try:
-        importlib.import_module("trl")
-        return True
-    except ImportError:
-        return False
-
-
 def model_key(run):
     """Runs with equal keys share one built model (weights, adapters, checkpointing, fused head)."""
     return (json.dumps(run["hf_config"], sort_keys=True), run["num_layers"], run["precision"], run["attn_impl"],
             run["grad_ckpt"], run["lora_rank"], float(run["lora_alpha"]), run["lora_targets"],
             float(run["lora_dropout"]), bool(run["fused_lm_head"]))
-
-
-def shape_key(run):
-    """Models whose GEMMs and kernels are alike at one (rows, width), whatever their depth."""
-    cfg = {k: v for k, v in run["hf_config"].items() if k != "num_hidden_layers" and not isinstance(v, list)}
-    return (json.dumps(cfg, sort_keys=True), run["precision"], run["attn_impl"], run["lora_rank"],
-            run["lora_targets"], bool(run["fused_lm_head"]), bool(run["autocast"]))
 
 
 def set_allocator(allocator):
@@ -222,9 +179,8 @@ class Probe:
         with torch.device(self.device):  # random init where the model runs: seconds, not a minute on the CPU
             model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=dtype,
                                                                    attn_implementation=run["attn_impl"])
-        if run["fused_lm_head"]:  # as SFTTrainer installs it (TRL 1.x), before PEFT wraps the model
-            from trl.trainer.utils import add_fused_lm_head
-            add_fused_lm_head(model, outputs=("log_probs", "entropy", "is_top1"))
+        if run["fused_lm_head"]:
+            probe_runs.add_fused_head(model)
         targets = list(PROJECTIONS.values()) if run["lora_targets"] == "all" else [
             PROJECTIONS[t] for t in run["lora_targets"].split(";")]
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
@@ -268,7 +224,7 @@ class Probe:
         def forward(batch, n_items):
             inputs = {k: v.to(self.device) for k, v in batch.items()}
             if run["fused_lm_head"]:
-                return fused_forward(inputs, n_items)
+                return probe_runs.fused_loss(torch, model, inputs, n_items, half, run["autocast"], a if plain else None)
             if plain:
                 if not run["autocast"]:
                     return model(**inputs).loss / a
@@ -282,17 +238,6 @@ class Probe:
             out = {k: v.float() if torch.is_tensor(v) and v.dtype in (torch.float16, torch.bfloat16) else v
                    for k, v in out.items()}
             return out["loss"]
-
-        def fused_forward(inputs, n_items):
-            # SFTTrainer.compute_loss (TRL 1.16): per-token log-probs from the fused head, their sum
-            # over the window's tokens, and its entropy and accuracy metrics (each a host sync).
-            with torch.autocast(self.device, dtype=half, enabled=run["autocast"]):
-                out = model(**inputs, fused_lm_head=True)
-            n = out.label_mask.sum().clamp(min=1) * a if plain else n_items
-            valid = out.label_mask.sum()
-            (out.entropy.detach().sum() / valid).item()
-            (out.is_top1.sum() / valid).item()
-            return -out.log_probs.sum() / n
 
         def step():
             batches = [draw() for _ in range(a)]
@@ -340,7 +285,7 @@ class Probe:
             torch.cuda.empty_cache()
         # Which micro-batches meet a shape this process has not trained on (lorasim_hf.seen): the
         # kernels' choice per shape is cached per process, for models of one width alike.
-        seen = SeenBatches(torch, shapes=self._shapes.setdefault(shape_key(run), set()))
+        seen = SeenBatches(torch, shapes=self._shapes.setdefault(probe_runs.shape_key(run), set()))
         hook = model.register_forward_pre_hook(seen, with_kwargs=True)
         try:
             for _ in range(run["warmup_steps"]):
@@ -415,7 +360,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
             groups[key] = []
         groups[key].append((i, r))
     rows, failures, t_build = [], 0, 0.0
-    trl = has_trl() if any(r["fused_lm_head"] for r in runs) else True
+    trl = probe_runs.has_trl() if any(r["fused_lm_head"] for r in runs) else True
     for key in order:
         first = groups[key][0][1]
         if first["fused_lm_head"] and not trl:  # the rest of the plan still calibrates
@@ -437,7 +382,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None):
         t_build += time.perf_counter() - t0
         for i, r in groups[key]:
             row, error = None, None
-            sampler = run_sampler(r) or (lengths() if lengths else None)
+            sampler = probe_runs.run_sampler(r) or (lengths() if lengths else None)
             try:
                 if model is None:
                     raise probe.torch.cuda.OutOfMemoryError("building the model")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import LLAMA, lorasim_validate
-from lorasim_hf import length_batches, probe
+from lorasim_hf import length_batches, probe, probe_runs
 
 LENGTHS = [[5, 3], [9, 2], [17, 4], [30, 1]]
 COMMON = dict(model="llama", hf_config=LLAMA, num_layers=1, precision="fp32", autocast=False, lora_rank=4,
@@ -89,7 +89,7 @@ def test_fused_head_runs_through_trl_as_sfttrainer(torch):
 
 
 def test_fused_head_runs_are_skipped_without_trl(monkeypatch, torch):
-    monkeypatch.setattr(probe, "has_trl", lambda: False)
+    monkeypatch.setattr(probe_runs, "has_trl", lambda: False)
     plan = {"device": "cpu", "allocator": "default", "runs": [
         dict(COMMON, seq_len=16, micro_batch=2, steps=1, fused_lm_head=True),
         dict(COMMON, seq_len=16, micro_batch=2, steps=1)]}
