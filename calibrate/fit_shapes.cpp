@@ -120,9 +120,10 @@ void fit_fused_head(const std::vector<Row>& rows, model::StackModel& view, std::
   model::StackModel at0 = view;
   at0.c.fused_head_s_per_token = 0;
   double num = 0, den = 0;
-  int used = 0;
+  int used = 0, fused = 0;
   for (const Row& r : rows) {
     if (!r.m->workload.stack.fused_lm_head || varied_widths(r)) continue;
+    ++fused;
     const model::MicroBatchTime t = model::CostModel(r.m->workload, at0).micro_batch(r.m->micro_batch);
     if (t.device_s < t.host_s && view.overlap == model::Overlap::max) continue;  // the head's time is hidden
     const double y = measured_micro_batch_s(*r.m), x = at0.c.device_scale * r.f.fused_head_tokens;
@@ -131,7 +132,12 @@ void fit_fused_head(const std::vector<Row>& rows, model::StackModel& view, std::
     den += x * x / (y * y);
     ++used;
   }
-  if (used == 0) return;
+  if (used == 0) {
+    if (fused > 0)
+      notes.push_back("fused_head_s_per_token kept: none of the " + std::to_string(fused) +
+                      " fused-head rows is device-bound, where its time would show");
+    return;
+  }
   view.c.fused_head_s_per_token = std::max(0.0, num / den);
   notes.push_back("fused_head_s_per_token " + fixed3(view.c.fused_head_s_per_token) + " s from " +
                   std::to_string(used) + " device-bound fused-head rows");
