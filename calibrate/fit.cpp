@@ -127,6 +127,18 @@ std::vector<Residual> residuals(const std::vector<Measurement>& rows, const mode
     const model::MemoryEstimate e = cm.memory(m.micro_batch);
     r.predicted_reserved_bytes = e.peak_reserved_bytes;
     r.predicted_allocated_bytes = e.peak_allocated_bytes;
+    const detail::Row row{&m, model::features(m.workload, m.micro_batch)};
+    if (detail::varied_widths(row)) {
+      // As validate predicts a row of many widths: width by width, its new shapes, and the
+      // allocator's varying-shape hold at its widest micro-batch.
+      const model::StackModel& view = cm.model();
+      const model::Coefficients& c = view.c;
+      r.predicted_step_time_s = detail::steady_step_s(row, view) +
+                                (measured(m.new_shapes_per_step) ? c.new_shape_s * m.new_shapes_per_step : 0.0);
+      const bool expandable = m.workload.stack.allocator == model::AllocatorMode::expandable;
+      r.predicted_reserved_bytes += (expandable ? c.varying_share_expandable : c.varying_share_default) *
+                                    detail::varied_memory(row, view).activation_bytes;
+    }
     r.measured_reserved_bytes = m.peak_reserved_bytes;
     r.measured_allocated_bytes = m.peak_allocated_bytes;
     out.push_back(r);
@@ -167,10 +179,12 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
   if (!model::training_stack(stack).calibrates_device()) {
     // The rows refine the stack's own rows; the device's stay the base's.
     rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !detail::identifies_stack(rows));
+    bool fused_apart = false;
     if (rep.anchored)
       detail::fit_anchored(rows, view, rep.scales);
     else
-      detail::fit_stack_full(rows, view);
+      fused_apart = detail::fit_stack_full(rows, view);
+    detail::fit_shapes(rows, view, fused_apart, rep.shape_notes);
   } else if ((rep.anchored = mode == FitMode::anchored ||
                              (mode == FitMode::automatic && !identifies_full_model(usable)))) {
     detail::fit_anchored(rows, view, rep.scales);

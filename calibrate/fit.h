@@ -51,6 +51,9 @@ struct FitReport {
   bool anchored = false;                   ///< anchored on the base (FitMode) rather than refitted
   std::vector<GroupScale> scales;          ///< anchored: every group, identified or not
   std::vector<MovedCoefficient> moved;     ///< every coefficient that differs from the base's
+  /// The terms of data of many lengths and of the fused head, each fitted by its own step:
+  /// one line per term fitted or kept (calibrate/fit_shapes.cpp).
+  std::vector<std::string> shape_notes;
 };
 
 /// Fits the time and memory coefficients of `base` (whose datasheet figures and overlap

@@ -335,15 +335,21 @@ void fit_memory_scales(const std::vector<Row>& rows, model::StackModel& hw, std:
     for (const Group& g : allocated.front()) report.push_back({g.name, 1, false, "no row measured memory"});
   }
 
+  // A row of many widths holds the allocator's varying-shape share beyond the line (fit_shapes.cpp).
   std::vector<const Row*> both;
   for (const Row& r : rows)
-    if (measured(r.m->peak_allocated_bytes) && measured(r.m->peak_reserved_bytes)) both.push_back(&r);
+    if (measured(r.m->peak_allocated_bytes) && measured(r.m->peak_reserved_bytes) && !varied_widths(r))
+      both.push_back(&r);
   const Group line_scale{"reserved_scale", {coef("reserved_scale")}},
       overhead{"reserved_overhead", {coef("reserved_overhead_bytes")}},
       line{"reserved", {coef("reserved_scale"), coef("reserved_overhead_bytes")}};
   const std::vector<std::vector<Group>> reserved = {{line_scale, overhead}, {line}};
   if (both.empty()) {
-    report.push_back({line.name, 1, false, "no row measured allocated and reserved memory"});
+    const bool varied = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return varied_widths(r); });
+    report.push_back({line.name, 1, false,
+                      varied ? "only rows of many widths measured reserved memory: their hold beyond the line is "
+                               "the varying-shape share's (fitted below)"
+                             : "no row measured allocated and reserved memory"});
     return;
   }
   Eigen::VectorXd target(static_cast<Eigen::Index>(both.size()));

@@ -3,6 +3,7 @@
 #pragma once
 #include <Eigen/Dense>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "calibrate/fit.h"
@@ -61,6 +62,12 @@ inline constexpr size_t kMinStackRows = 8;
 /// operators; above this the checkpointed rows were not host-bound.
 inline constexpr double kMaxStackRecomputeHostShare = 5.0;
 
+/// What the fitted bound of the allocator's varying-shape hold adds to the largest share a row
+/// of many widths needed (a share of the widest micro-batch's activations): the plan's runs are
+/// a few dozen micro-batches, an epoch meets more shapes and the default allocator fragments
+/// further; 0.1 is about the spread of the shares of lengths-run1's default-allocator rows.
+inline constexpr double kVaryingBoundMargin = 0.1;
+
 /// One usable measurement and its regressors.
 struct Row {
   const Measurement* m;
@@ -115,8 +122,10 @@ model::StackKind stack_of(const std::vector<Row>& rows);
 /// Whether the rows identify every row of a stack's own (the calibration plan's rows do).
 bool identifies_stack(const std::vector<Row>& rows);
 /// Fits the stack's host line, recompute share, device scales, optimizer host terms, memory
-/// multipliers and allocator slack on the view (the base resolved for the stack).
-void fit_stack_full(const std::vector<Row>& rows, model::StackModel& view);
+/// multipliers and allocator slack on the view (the base resolved for the stack). Returns whether
+/// the fused-head rows were left out of the time terms (enough rows without it), so that its
+/// own cost can be fitted after.
+bool fit_stack_full(const std::vector<Row>& rows, model::StackModel& view);
 
 // One row's step as the base sees it. The step is homogeneous in the two scales:
 // T = max(kh H, kd D) + coupling * min(kh H, kd D) (overlap = max) or kh H + kd D (sum).
@@ -130,5 +139,21 @@ struct StepParts {
 /// step time the scales must explain, less what the row's new shapes cost (new_shape_s is not a
 /// scaled coefficient).
 StepParts step_parts(const Row& r, const model::StackModel& hw);
+
+// ---- data of many lengths and the fused head (fit_shapes.cpp) ----
+/// Whether the row trained on micro-batches of more than one padded width.
+bool varied_widths(const Row& r);
+/// A row's predicted step without new shapes: width by width (step_parts), host and device combined.
+double steady_step_s(const Row& r, const model::StackModel& view);
+/// A row's activation bytes at its widest micro-batch (what the varying shares multiply) and its
+/// predicted reserved peak and worst case there, without the allocator's varying-shape hold.
+struct VariedMemory {
+  double activation_bytes = 0, reserved_bytes = 0, worst_bytes = 0;
+};
+VariedMemory varied_memory(const Row& r, const model::StackModel& view);
+/// Fits (where the stack owns them and the rows identify them) fused_head_s_per_token (when
+/// `fused_head`: the full fit, whose ordinary rows fitted the unfused head), new_shape_s and
+/// the varying shares and bounds of each allocator mode; one note per fitted term.
+void fit_shapes(const std::vector<Row>& rows, model::StackModel& view, bool fused_head, std::vector<std::string>& notes);
 
 }  // namespace lorasim::calib::detail

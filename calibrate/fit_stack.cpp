@@ -184,9 +184,11 @@ void fit_memory_terms(const std::vector<const Row*>& rows, model::StackModel& vi
   }
   const Columns slack = columns({Term::reserved, Term::reserved_slack}, view.stack);
   const model::Coefficients basis = linear_basis(view.c, view.stack);
+  // The reserved line and slack of one shape: a row of many widths also holds the allocator's
+  // varying-shape share, fitted apart (fit_shapes.cpp).
   std::vector<const Row*> both;
   for (const Row* r : used)
-    if (measured(r->m->peak_reserved_bytes)) both.push_back(r);
+    if (measured(r->m->peak_reserved_bytes) && !varied_widths(*r)) both.push_back(r);
   if (both.size() < kMinRows) return;
   // Absolute, weighted by the reserved peak: the slack is a small part of it.
   const Eigen::Index n = static_cast<Eigen::Index>(both.size());
@@ -228,15 +230,31 @@ bool identifies_stack(const std::vector<Row>& rows) {
   return rows.size() >= kMinStackRows && std::unique(depths.begin(), depths.end()) - depths.begin() >= 2;
 }
 
-void fit_stack_full(const std::vector<Row>& rows, model::StackModel& view) {
+bool fit_stack_full(const std::vector<Row>& rows, model::StackModel& view) {
+  // The steady-state time terms come from rows of one width through Transformers' loss (the
+  // calibration plan's ordinary runs): rows of many widths add new shapes, and the fused head
+  // its own cost per token, each fitted after these (fit_shapes.cpp). Rows that are all of
+  // one kind (a user's SFTTrainer rows) still fit the terms, and the fused head is not apart.
+  size_t unfused = 0, one_width = 0;
+  for (const Row& r : rows) {
+    one_width += !varied_widths(r);
+    unfused += !varied_widths(r) && !r.m->workload.stack.fused_lm_head;
+  }
+  const bool fused_apart = unfused >= kMinRows;
+  const bool widths_apart = one_width >= kMinRows;
   std::vector<const Row*> plain, ckpt;
-  for (const Row& r : rows) (r.f.recompute_ops > 0 ? ckpt : plain).push_back(&r);
+  for (const Row& r : rows) {
+    if (widths_apart && varied_widths(r)) continue;
+    if (fused_apart && r.m->workload.stack.fused_lm_head) continue;
+    (r.f.recompute_ops > 0 ? ckpt : plain).push_back(&r);
+  }
   fit_host_and_device(plain, view);
   fit_recompute_share(ckpt, view);
   std::vector<const Row*> all;
   for (const Row& r : rows) all.push_back(&r);
   fit_optimizer_host(all, view);
   fit_memory_terms(all, view);
+  return fused_apart;
 }
 
 }  // namespace lorasim::calib::detail

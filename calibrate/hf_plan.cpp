@@ -2,6 +2,8 @@
 #include "calibrate/hf_plan.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "model/architecture.h"
@@ -15,6 +17,8 @@ using nlohmann::json;
 
 // The shortest sequence a shrunk run keeps: below it a run measures little but overheads.
 constexpr int64_t kMinPlanSeqLen = 128;
+// The shortest truncation a run on the plan's lengths shrinks to (its median a quarter of it).
+constexpr int64_t kMinVariedSeqLen = 256;
 
 std::string dropout_text(double p) {
   char buf[32];
@@ -29,11 +33,19 @@ double flipped_dropout(double user) { return user > 0 ? 0.0 : 0.05; }
 struct PlanBuilder {
   const HfPlanOptions& opt;
   std::vector<HfPlannedRun> runs;
+  /// The reference as the ordinary runs train it: Transformers' loss, whose device scale they
+  /// fit (the fused head has runs of its own, add_fused).
+  model::Workload base = without_fused_head(opt.reference);
+
+  static model::Workload without_fused_head(model::Workload w) {
+    w.stack.fused_lm_head = false;
+    return w;
+  }
 
   // A run of `arch` truncated to `depth` layers, with the reference's LoRA and stack options.
   HfPlannedRun& add(const model::Architecture& arch, int64_t depth, int64_t seq, int64_t b, int64_t a = 1) {
     HfPlannedRun r;
-    r.planned.workload = opt.reference;
+    r.planned.workload = base;
     r.planned.workload.arch = model::truncated(arch, std::min(depth, arch.num_layers));
     r.planned.workload.train.seq_len = seq;
     r.planned.micro_batch = b;
@@ -57,8 +69,11 @@ std::vector<HfPlannedRun> fit_to_memory(std::vector<HfPlannedRun> runs, const Hf
   std::vector<HfPlannedRun> kept;
   for (HfPlannedRun& r : runs) {
     Measurement& m = r.planned;
-    const auto shrink = [&m] {
-      if (m.micro_batch > 1) m.micro_batch /= 2;
+    const bool varied = r.varied_lengths;
+    const auto shrink = [&m, varied] {
+      // Runs on lengths keep their two micro-batches apart: their truncation shrinks first.
+      if (varied && m.workload.train.seq_len > kMinVariedSeqLen) m.workload.train.seq_len /= 2;
+      else if (m.micro_batch > 1) m.micro_batch /= 2;
       else if (m.workload.train.seq_len > kMinPlanSeqLen) m.workload.train.seq_len /= 2;
       else return false;
       return true;
@@ -72,7 +87,59 @@ std::vector<HfPlannedRun> fit_to_memory(std::vector<HfPlannedRun> runs, const Hf
   return kept;
 }
 
+// The standard normal's quantile: bisection on erfc, exact to double rounding and the same
+// on every platform (std::normal_distribution is not).
+double normal_quantile(double u) {
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200 && hi - lo > 1e-15; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < u ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// Runs on the plan's lengths, for the allocator being calibrated: at two micro-batches, each
+// followed by its replay (accumulation 2, the same seeded order, no new shape), so the time
+// of new shapes is told from the steady state at the very same widths.
+void add_varied(PlanBuilder& p, const model::Architecture& arch, int64_t depth, int64_t max_length,
+                std::initializer_list<int64_t> micro_batches) {
+  for (int64_t b : micro_batches) {
+    for (bool replay : {false, true}) {
+      HfPlannedRun& r = p.add(arch, depth, max_length, b, replay ? 2 : 1);
+      r.planned.workload.stack.fused_lm_head = false;
+      r.varied_lengths = true;
+      r.steps = replay ? kVariedReplaySteps : kVariedSteps;
+      r.warmup_steps = 1;
+    }
+  }
+}
+
+// Runs through TRL's fused LM head: the ordinary runs' head is Transformers' loss, whose
+// device scale they fit; these give what the fused head adds per token.
+void add_fused(PlanBuilder& p, const model::Architecture& arch, int64_t depth,
+               std::initializer_list<std::pair<int64_t, int64_t>> shapes) {
+  for (auto [seq, b] : shapes) p.add(arch, depth, seq, b).planned.workload.stack.fused_lm_head = true;
+}
+
 }  // namespace
+
+std::string HfPlanLengths::padding(int64_t max_length) const {
+  return "multiple:" + std::to_string(std::max<int64_t>(1, max_length / std::max<int64_t>(1, widths)));
+}
+
+std::vector<std::pair<int64_t, int64_t>> plan_lengths_histogram(const HfPlanLengths& spec, int64_t max_length) {
+  if (max_length < 1 || spec.sequences < 1 || !(spec.median_share > 0) || !(spec.sigma >= 0))
+    throw InputError("the plan's lengths need a positive maximum, median and count");
+  const double median = spec.median_share * static_cast<double>(max_length);
+  std::map<int64_t, int64_t> counts;
+  const double n = static_cast<double>(spec.sequences);
+  for (int64_t i = 0; i < spec.sequences; ++i) {
+    const double u = (static_cast<double>(i) + 0.5) / n;
+    const double l = std::round(median * std::exp(spec.sigma * normal_quantile(u)));
+    ++counts[std::clamp<int64_t>(static_cast<int64_t>(l), 1, max_length)];
+  }
+  return {counts.begin(), counts.end()};
+}
 
 std::string HfPlannedRun::label() const {
   const model::Workload& w = planned.workload;
@@ -83,16 +150,19 @@ std::string HfPlannedRun::label() const {
   if (w.lora.targets.size() != model::kAllTargets.size()) s += " targets=" + w.lora.targets_string();
   if (st.lora_dropout > 0) s += " dropout=" + dropout_text(st.lora_dropout);
   if (!st.autocast) s += " no-autocast";
+  if (st.fused_lm_head) s += " fused-head";
+  if (varied_lengths)
+    s += " lengths=lognormal:" + lengths.padding(w.train.seq_len) + " steps=" + std::to_string(steps);
   s += std::string(" ") + model::allocator_name(st.allocator);
   return s;
 }
 
 std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
   opt.reference.validate();
-  PlanBuilder p{opt, {}};
+  PlanBuilder p{opt, {}};  // ordinary runs unfused: see PlanBuilder::base
   const model::Architecture& ref = opt.reference.arch;
   const model::StackSpec user = opt.reference.stack;
-  model::StackSpec other_alloc = user;
+  model::StackSpec other_alloc = p.base.stack;
   other_alloc.allocator = user.allocator == model::AllocatorMode::expandable ? model::AllocatorMode::default_segments
                                                                               : model::AllocatorMode::expandable;
   if (!opt.is_cuda) {
@@ -104,6 +174,8 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
     p.add(ref, 2, 32, 4).planned.workload.train.grad_ckpt = true;
     p.add(ref, 2, 32, 1).planned.workload.lora.targets = {model::Target::q, model::Target::v};
     p.add(ref, 2, 32, 4).planned.workload.stack.lora_dropout = flipped_dropout(user.lora_dropout);
+    add_varied(p, ref, 2, 64, {2, 4});
+    add_fused(p, ref, 2, {{32, 4}, {64, 2}});
     return p.runs;
   }
   // Two depths of the reference separate host time per layer from per micro-batch; micro-batches
@@ -144,6 +216,11 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
     p.add(n, 2, 512, 16);
     p.add(n, 2, 2048, 4);
   }
+  // Data of many lengths, in the allocator's process being calibrated (the user's): at depth,
+  // where the allocator's hold follows the activations, as the deeper runs above.
+  add_varied(p, ref, deeper, 1024, {2, 8});
+  // TRL's fused LM head at a few layers, where the head weighs most: device-bound shapes.
+  add_fused(p, ref, deep, {{2048, 4}, {512, 16}});
   // The other allocator mode, in a process of its own: its reserved memory.
   for (auto [seq, b, ckpt] : {std::tuple<int64_t, int64_t, bool>{512, 4, false}, {512, 16, false}, {2048, 4, false},
                               {512, 16, true}}) {
@@ -213,6 +290,16 @@ std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::strin
     run["precision"] = model::precision_name(w.train.precision);
     run["autocast"] = w.stack.autocast;
     run["attn_impl"] = model::attn_impl_name(w.stack.attn_impl);
+    run["fused_lm_head"] = w.stack.fused_lm_head;
+    if (r.steps > 0) run["steps"] = r.steps;
+    if (r.warmup_steps >= 0) run["warmup_steps"] = r.warmup_steps;
+    if (r.varied_lengths) {
+      json hist = json::array();
+      for (auto [length, count] : plan_lengths_histogram(r.lengths, w.train.seq_len)) hist.push_back({length, count});
+      run["lengths"] = hist;
+      run["padding"] = r.lengths.padding(w.train.seq_len);
+      run["lengths_seed"] = r.lengths.seed;
+    }
     plan["runs"].push_back(run);
   }
   return plan.dump(1);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "calibrate/measurement_io.h"
 #include "model/error.h"
 
@@ -29,8 +31,18 @@ bool is_dir(const std::string& p) {
 // The exit status the probe uses for "a package is missing": its message says which.
 constexpr int kProbeMissingPackage = 2;
 
+// A line {"skipped": label, "why": ...}: a run the probe could not attempt in this Python (TRL's
+// fused head without trl); it stands for its row. Returns the label, or "" for a row.
+std::string skipped_run(const std::string& line) {
+  if (line.find("\"skipped\"") == std::string::npos) return "";
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || !j.contains("skipped") || !j["skipped"].is_string()) return "";
+  return j["skipped"].get<std::string>() + (j.contains("why") && j["why"].is_string() ? ": " + j["why"].get<std::string>() : "");
+}
+
 std::vector<Measurement> run_one_process(const std::string& plan_path, size_t planned, const ProbeOptions& opt,
-                                         size_t done_before, size_t total, const ProbeRowCallback& on_row) {
+                                         size_t done_before, size_t total, const ProbeRowCallback& on_row,
+                                         std::vector<std::string>& skipped) {
   std::string env;
   if (const std::string pp = probe_python_path(); !pp.empty()) {
     const char* old = std::getenv("PYTHONPATH");
@@ -49,6 +61,11 @@ std::vector<Measurement> run_one_process(const std::string& plan_path, size_t pl
       continue;
     }
     if (!line.empty() && line[0] == '{' && error.empty()) {
+      if (std::string why = skipped_run(line); !why.empty()) {
+        skipped.push_back(why);
+        line.clear();
+        continue;
+      }
       try {
         std::vector<Measurement> got = parse_measurements(line, "jsonl", "probe row " + std::to_string(rows.size() + 1));
         for (Measurement& m : got) {
@@ -74,7 +91,7 @@ std::vector<Measurement> run_one_process(const std::string& plan_path, size_t pl
   if (code != 0)
     throw CalibrationError("the probe failed (exit " + std::to_string(code) + ", its message is above) after " +
                            std::to_string(rows.size()) + " of " + std::to_string(planned) + " runs");
-  if (rows.size() != planned)
+  if (rows.size() + skipped.size() != planned)
     throw CalibrationError("the probe returned " + std::to_string(rows.size()) + " rows for " +
                            std::to_string(planned) + " planned runs");
   return rows;
@@ -91,9 +108,10 @@ std::string probe_python_path() {
 }
 
 std::vector<Measurement> run_probe(const std::vector<HfPlannedRun>& plan, const ProbeOptions& opt,
-                                   const ProbeRowCallback& on_row) {
+                                   const ProbeRowCallback& on_row, std::vector<std::string>* skipped_runs) {
   if (!is_dir(opt.work_dir)) throw CalibrationError("probe work directory '" + opt.work_dir + "' does not exist");
   std::vector<Measurement> all;
+  std::vector<std::string> skipped;
   for (model::AllocatorMode mode : {model::AllocatorMode::expandable, model::AllocatorMode::default_segments}) {
     size_t planned = 0;
     for (const HfPlannedRun& r : plan) planned += r.planned.workload.stack.allocator == mode;
@@ -104,9 +122,13 @@ std::vector<Measurement> run_probe(const std::vector<HfPlannedRun>& plan, const 
       f << hf_plan_json(plan, opt.device, mode, opt.warmup_steps, opt.measure_steps);
       if (!f) throw CalibrationError("cannot write the probe's plan to '" + path + "'");
     }
-    std::vector<Measurement> rows = run_one_process(path, planned, opt, all.size(), plan.size(), on_row);
+    std::vector<std::string> mode_skipped;
+    std::vector<Measurement> rows = run_one_process(path, planned, opt, all.size() + skipped.size(), plan.size(), on_row,
+                                                    mode_skipped);
     all.insert(all.end(), rows.begin(), rows.end());
+    skipped.insert(skipped.end(), mode_skipped.begin(), mode_skipped.end());
   }
+  if (skipped_runs) *skipped_runs = skipped;
   return all;
 }
 

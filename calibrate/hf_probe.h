@@ -24,9 +24,11 @@ using ProbeRowCallback = std::function<void(const Measurement& row, size_t done,
 
 /// Runs `plan`, one probe process per allocator mode, and returns the rows in arrival order.
 /// Throws CalibrationError when the interpreter or a package is missing (the probe's own
-/// one-line message), when the probe fails, or when it returns fewer rows than planned.
+/// one-line message), when the probe fails, or when it returns fewer rows than planned. Runs the
+/// probe skipped (TRL's fused head without trl) count as returned and go to `skipped_runs`
+/// ("label: why"), where given.
 std::vector<Measurement> run_probe(const std::vector<HfPlannedRun>& plan, const ProbeOptions& opt,
-                                   const ProbeRowCallback& on_row = {});
+                                   const ProbeRowCallback& on_row = {}, std::vector<std::string>* skipped_runs = nullptr);
 
 /// Where the probe's package is found: $LORASIM_PYTHONPATH, else the source tree's python/
 /// when lorasim runs from its build tree, else "" (the package must be installed).

@@ -89,8 +89,11 @@ int cmd_calibrate_hf(const Args& args) {
                  "Transformers + PEFT training steps (the step Trainer runs) of a reference model\n"
                  "at several depths (one layer to full), and of a narrower one, through lorasim's\n"
                  "Python probe (python/lorasim_hf) in your own Python, then fits the stack's host,\n"
-                 "device and memory terms on the GPU's profile and writes it. About a minute on\n"
-                 "an H200; on a smaller GPU the runs shrink to what its memory holds.\n"
+                 "device and memory terms on the GPU's profile and writes it. Runs on a long-tailed\n"
+                 "lengths distribution fit what new shapes cost and what your allocator holds under\n"
+                 "varying shapes; runs through TRL's fused LM head (skipped without trl) fit its\n"
+                 "time per token. About a minute and a half on an H200; on a smaller GPU the runs\n"
+                 "shrink to what its memory holds.\n"
                  "--attn-impl, --lora-dropout, --autocast and --allocator describe how you train;\n"
                  "the plan also varies each of them once.\n\n"
                  "examples:\n"
@@ -146,7 +149,10 @@ int cmd_calibrate_hf(const Args& args) {
   std::cerr << "calibrating the hf-peft stack on " << device << " with " << opt.reference.arch.name << " ("
             << plan.size() << " runs, python: " << popt.python << ")\n";
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<calib::Measurement> rows = calib::run_probe(plan, popt);
+  std::vector<std::string> skipped;
+  const std::vector<calib::Measurement> rows = calib::run_probe(plan, popt, {}, &skipped);
+  for (const std::string& why : skipped)
+    std::cerr << "warning: skipped " << why << "; the profile keeps its fused_head_s_per_token\n";
   const double duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const std::string base = profile.source_text_name;

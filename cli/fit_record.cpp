@@ -62,6 +62,7 @@ void print_fit(std::ostream& out, const calib::FitReport& rep, const std::string
         << (m.before != 0 ? " (" + signed_percent(m.after / m.before - 1) + ")" : "") << "\n";
   for (const calib::GroupScale& g : rep.scales)
     out << "  " << g.group << (g.identified ? " x" + fixed(g.scale, 3) : " kept") << ": " << g.why << "\n";
+  for (const std::string& n : rep.shape_notes) out << "  " << n << "\n";
 }
 
 }  // namespace lorasim::cli

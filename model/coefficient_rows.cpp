@@ -214,19 +214,27 @@ std::vector<Coefficient> coefficient_rows() {
       row("new_shape_s", &K::new_shape_s, Term::shape, nullptr,
           "seconds a micro-batch adds when its padded shape is new to the process (kernel and GEMM "
           "heuristics chosen per shape, then cached): the first epoch of varying lengths pays it per new shape",
-          fixed(0), in(kHf, 0.18, nn, never)),
+          fixed(0), in(kHf, 0.18, nn, own)),
       row("varying_share_default", &K::varying_share_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes: expected extra reserved memory per byte of the "
           "worst micro-batch's activations",
-          fixed(0), in(kHf, 0.44, nn, never)),
+          fixed(0), in(kHf, 0.44, nn, own)),
       row("varying_bound_default", &K::varying_bound_default, Term::shape, nullptr,
           "the same share in the worst case: never below a measured peak of the rows it was fitted on",
-          fixed(0), in(kHf, 1.51, nn, never)),
+          fixed(0), in(kHf, 1.51, nn, own)),
       row("varying_share_expandable", &K::varying_share_expandable, Term::shape, nullptr,
           "expandable segments under varying shapes: expected extra reserved memory per byte of activations",
-          fixed(0), in(kHf, 0.02, nn, never)),
+          fixed(0), in(kHf, 0.02, nn, own)),
       row("varying_bound_expandable", &K::varying_bound_expandable, Term::shape, nullptr,
-          "the same share in the worst case", fixed(0), in(kHf, 0.06, nn, never)),
+          "the same share in the worst case", fixed(0), in(kHf, 0.06, nn, own)),
+      // TRL's fused LM head recomputes each logits tile in its backward and reduces it in
+      // chunks; its FLOPs and traffic count the head once (hf_analytics.cpp). What it costs
+      // beyond them is fitted per token from the calibration plan's fused-head runs; 0 until
+      // then, which predicts what the counts alone predicted.
+      row("fused_head_s_per_token", &K::fused_head_s_per_token, Term::device, [](F f, C) { return f.fused_head_tokens; },
+          "device seconds per token TRL's fused LM head adds beyond the head's FLOPs and traffic (its tiles' "
+          "recompute and reductions); 0 without the fused head",
+          fixed(0), in(kHf, 0, nn, own, true)),
   };
 }
 

@@ -30,6 +30,7 @@ struct Features {
   double host_ops = 0;               ///< dispatched operators
   double recompute_ops = 0;          ///< of those, the forward that checkpointing adds
   double tokens = 0;                 ///< tokens of the micro-batch (rows x row length)
+  double fused_head_tokens = 0;      ///< the same when TRL's fused LM head runs the loss, else 0
   /// A loss that works through one fixed-size tile (TRL's fused LM head): bytes per token of it
   /// and the tokens it holds at most. Not linear in the micro-batch, so the cost model adds
   /// min(tokens, loss_tile_tokens) x loss_tile_bytes_per_token to the loss's transients per split.
@@ -72,6 +73,8 @@ struct Coefficients {
   double new_shape_s = 0;
   double varying_share_default = 0, varying_bound_default = 0;
   double varying_share_expandable = 0, varying_bound_expandable = 0;
+  /// TRL's fused LM head: device seconds per token beyond what its FLOPs and traffic count.
+  double fused_head_s_per_token = 0;
 };
 
 /// The same micro-batch when it is not the first of its step: it also dispatches one

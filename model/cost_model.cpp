@@ -145,6 +145,7 @@ Features CostModel::at(int64_t micro_batch) const {
   f.recompute_bytes *= b;
   f.logits_buffer_bytes *= b;
   f.tokens *= b;
+  f.fused_head_tokens *= b;
   return with_loss_tile(f);
 }
 

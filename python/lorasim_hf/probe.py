@@ -16,9 +16,18 @@ a seeded order without replacement, right-padded with pad id 0, attention_mask, 
 each row records the timed micro-batches' collation, padded_lengths and real_tokens, seq_len
 being the largest width.
 
+A run may carry its own lengths (`lengths`: [[length, count], ...], `padding`, `lengths_seed`;
+what `lorasim calibrate --stack hf-peft` plans), which win over --lengths. Every row records
+`new_shapes_per_step`: the timed micro-batches per step whose (rows, width) shape the process had
+not trained a model of that width on (lorasim_hf.seen). A run with `fused_lm_head` trains through
+TRL's fused LM head as SFTTrainer does (trl.trainer.utils.add_fused_lm_head, the loss from its
+per-token log-probs, its entropy and accuracy metrics); without trl installed such runs are
+skipped: a line {"skipped": label, "why": ...} stands for each.
+
 stdout: one JSON Lines measurement row per run (docs/measurements.md), flushed as each ends;
-stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized);
-`micro_batch_time_s` and `optimizer_time_s` are medians too (CUDA events on the GPU).
+stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized), their
+mean when the widths varied; `micro_batch_time_s` likewise, `optimizer_time_s` the median (CUDA
+events on the GPU).
 Exit 0 when every run was attempted, 1 when some run failed for another reason than memory,
 2 when torch, transformers or peft is missing.
 """
@@ -30,17 +39,19 @@ import statistics
 import sys
 import time
 
-from lorasim_hf import length_batches
+from lorasim_hf import length_batches, probe_runs
 from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.probe_quant import QUANTS, PlanError, check_quant, load_quantized, quant_columns
 from lorasim_hf.rows import check_row, json_line, targets_cell
-from lorasim_hf.seen import device_columns
+from lorasim_hf.seen import SeenBatches, device_columns
 from lorasim_hf.targets import peft_target_modules
 
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
                 "precision": "bf16", "autocast": True, "attn_impl": "sdpa",
-                "loop": "trainer"}
+                "loop": "trainer",
+                # the plan's own data of many lengths and TRL's fused LM head (docs/lengths.md)
+                "fused_lm_head": False, "lengths": None, "padding": "longest", "lengths_seed": 0}
 # "trainer": the step transformers' Trainer runs; "plain": the loop most scripts write --
 # model(input_ids, labels=...), loss / accumulation, backward, torch.optim.AdamW's default
 # (foreach) step, zero_grad -- with no fp32 output copies, clipping, NaN check or scheduler.
@@ -98,6 +109,7 @@ def load_plan(source):
             peft_target_modules(run["hf_config"]["model_type"], run["lora_targets"])  # fused modules go whole
         except ValueError as e:
             raise PlanError(f"{where}: {e}") from None
+        probe_runs.check_run(run, where, PlanError)
         unknown = sorted(set(r) - set(RUN_DEFAULTS) - set(RUN_REQUIRED))
         if unknown:  # a newer lorasim may plan more; say so, but measure what is understood
             print(f"probe: {where}: ignoring unknown key(s) {', '.join(unknown)}", file=sys.stderr)
@@ -106,10 +118,10 @@ def load_plan(source):
 
 
 def model_key(run):
-    """Runs with equal keys share one built model (weights, adapters, checkpointing)."""
+    """Runs with equal keys share one built model (weights, adapters, checkpointing, fused head)."""
     return (json.dumps(run["hf_config"], sort_keys=True), run["num_layers"], run["precision"], run["attn_impl"],
             run["grad_ckpt"], run["lora_rank"], float(run["lora_alpha"]), run["lora_targets"],
-            float(run["lora_dropout"]))
+            float(run["lora_dropout"]), bool(run["fused_lm_head"]))
 
 
 def set_allocator(allocator):
@@ -151,6 +163,7 @@ class Probe:
             raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
         self.cuda = device == "cuda"
         self.device_columns = device_columns(self.torch, device, world_size=1)  # one process, the plan's device
+        self._shapes = {}  # shape_key -> the (rows, width) shapes this process trained models of that key on
         # The libraries' objects never become garbage; leaving them out of every collection makes
         # gc.collect() between runs take microseconds instead of a quarter of a second.
         gc.collect()
@@ -171,6 +184,8 @@ class Probe:
                                                                    attn_implementation=run["attn_impl"])
         if self.quant != "none":
             model = load_quantized(self, model, run, dtype)
+        if run["fused_lm_head"]:
+            probe_runs.add_fused_head(model)
         # The module names of this model_type (Phi-3: qkv_proj, gate_up_proj; Gemma 3: the language model's).
         targets = peft_target_modules(run["hf_config"]["model_type"], run["lora_targets"])
         lora = peft.LoraConfig(r=run["lora_rank"], lora_alpha=run["lora_alpha"], lora_dropout=run["lora_dropout"],
@@ -213,6 +228,8 @@ class Probe:
 
         def forward(batch, n_items):
             inputs = {k: v.to(self.device) for k, v in batch.items()}
+            if run["fused_lm_head"]:
+                return probe_runs.fused_loss(torch, model, inputs, n_items, half, run["autocast"], a if plain else None)
             if plain:
                 if not run["autocast"]:
                     return model(**inputs).loss / a
@@ -271,21 +288,34 @@ class Probe:
 
         if self.cuda:  # the peak covers this run alone, not what an earlier run left cached
             torch.cuda.empty_cache()
-        for _ in range(run["warmup_steps"]):
-            step()
-        if self.cuda:
-            torch.cuda.reset_peak_memory_stats()
-        if lengths is not None:
-            record.append(length_batches.WidthRecord(lengths.padding))
-        times = [step() for _ in range(run["steps"])]
+        # Which micro-batches meet a shape this process has not trained on (lorasim_hf.seen): the
+        # kernels' choice per shape is cached per process, for models of one width alike.
+        seen = SeenBatches(torch, shapes=self._shapes.setdefault(probe_runs.shape_key(run), set()))
+        hook = model.register_forward_pre_hook(seen, with_kwargs=True)
+        try:
+            for _ in range(run["warmup_steps"]):
+                step()
+            if self.cuda:
+                torch.cuda.reset_peak_memory_stats()
+            if lengths is not None:
+                record.append(length_batches.WidthRecord(lengths.padding))
+            seen.active = True
+            times = [step() for _ in range(run["steps"])]
+        finally:
+            hook.remove()
         row = self.workload_row(run)
         if record:
             row.update(record[0].columns(), seq_len=record[0].largest())
         else:  # random tokens of one length: every timed micro-batch b x s, all real
             row.update(collation="fixed", padded_lengths={s: run["steps"] * a}, real_tokens=float(b * s))
-        row.update(oom=False, step_time_s=statistics.median(t[0] for t in times),
-                   micro_batch_time_s=statistics.median(t[1] for t in times),
-                   optimizer_time_s=statistics.median(t[2] for t in times))
+        # One shape: the median step is the steady state. Many widths: the mean, which is what a
+        # prediction from the widths gives, with what the new shapes among them cost (as LorasimCallback).
+        varying = bool(record) and len(record[0].widths) > 1
+        centre = statistics.fmean if varying else statistics.median
+        row.update(oom=False, step_time_s=centre(t[0] for t in times),
+                   micro_batch_time_s=centre(t[1] for t in times),
+                   optimizer_time_s=statistics.median(t[2] for t in times),
+                   new_shapes_per_step=seen.new_shapes / len(times) if varying else 0.0)
         if self.cuda:
             row.update(peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                        peak_reserved_bytes=torch.cuda.max_memory_reserved())
@@ -298,8 +328,8 @@ class Probe:
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
                 "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
                 "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
-                "autocast": bool(run["autocast"]), "loop": "plain" if run["loop"] == "plain" else "probe",
-                **self.quant_columns(run)}
+                "autocast": bool(run["autocast"]), "fused_lm_head": bool(run["fused_lm_head"]),
+                "loop": "plain" if run["loop"] == "plain" else "probe", **self.quant_columns(run)}
 
     def quant_columns(self, run):
         return quant_columns(self.quant, run)
@@ -312,7 +342,8 @@ class Probe:
 
 def label(run):
     return (f"{run['model']} L={run['num_layers'] or 'all'} s={run['seq_len']} b={run['micro_batch']} "
-            f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}")
+            f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}{' fused-head' if run['fused_lm_head'] else ''}"
+            f"{' lengths' if run['lengths'] else ''}")
 
 
 def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
@@ -337,8 +368,16 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
             groups[key] = []
         groups[key].append((i, r))
     rows, failures, t_build = [], 0, 0.0
+    trl = probe_runs.has_trl() if any(r["fused_lm_head"] for r in runs) else True
     for key in order:
         first = groups[key][0][1]
+        if first["fused_lm_head"] and not trl:  # the rest of the plan still calibrates
+            for i, r in groups[key]:
+                why = "TRL's fused LM head needs trl (pip install trl)"
+                out.write(json.dumps({"skipped": label(r), "why": why}) + "\n")
+                out.flush()
+                print(f"[{i}/{len(runs)}] {label(r)}: skipped: {why}", file=log, flush=True)
+            continue
         t0 = time.perf_counter()
         try:
             model, vocab = probe.build(first)
@@ -351,7 +390,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
         t_build += time.perf_counter() - t0
         for i, r in groups[key]:
             row, error = None, None
-            sampler = lengths() if lengths else None
+            sampler = probe_runs.run_sampler(r) or (lengths() if lengths else None)
             try:
                 if model is None:
                     raise probe.torch.cuda.OutOfMemoryError("building the model")

@@ -28,8 +28,9 @@ class SeenBatches:
     mean several sequences share it (TRL's `padding_free` and `packing`).
     """
 
-    def __init__(self, torch):
+    def __init__(self, torch, shapes=None):
         self.torch = torch
+        self._process_shapes = _PROCESS_SHAPES if shapes is None else shapes  # the probe keeps one set per model width
         self.active = False
         self.shapes = []  # (rows, width) per micro-batch
         self._real = None  # device scalar: the attention masks' sums
@@ -51,8 +52,8 @@ class SeenBatches:
         if not torch.is_tensor(ids) or ids.dim() < 2:
             return
         rows, width = int(ids.shape[0]), int(ids.shape[1])
-        new = (rows, width) not in _PROCESS_SHAPES
-        _PROCESS_SHAPES.add((rows, width))  # warm-up forwards too: their shapes are not new later
+        new = (rows, width) not in self._process_shapes
+        self._process_shapes.add((rows, width))  # warm-up forwards too: their shapes are not new later
         if not self.active:
             return
         self.new_shapes += new

@@ -13,6 +13,7 @@
 #include "hwprofiles/builtin.h"
 #include "model/architecture.h"
 #include "model/cost_model.h"
+#include "model/error.h"
 #include "model/hf_config.h"
 
 namespace lorasim::calib {
@@ -43,7 +44,9 @@ size_t count_runs(const std::vector<HfPlannedRun>& plan, Pred pred) {
 const std::set<std::string> kRunKeys = {"model",        "num_layers",   "hf_config",  "seq_len",    "micro_batch",
                                         "accumulation", "steps",        "warmup_steps", "grad_ckpt", "lora_rank",
                                         "lora_alpha",   "lora_targets", "lora_dropout", "precision", "autocast",
-                                        "attn_impl"};
+                                        "attn_impl",    "fused_lm_head"};
+// A run on the plan's own lengths also carries them.
+const std::set<std::string> kLengthsKeys = {"lengths", "padding", "lengths_seed"};
 
 std::set<std::string> keys(const json& j) {
   std::set<std::string> k;
@@ -169,7 +172,7 @@ TEST(HfPlanTest, CpuPlanRunsOnlyTinySizes) {
   opt.reference.stack.autocast = false;
   opt.reference.train.precision = model::Precision::fp32;
   const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
-  EXPECT_EQ(plan.size(), 9u);
+  EXPECT_EQ(plan.size(), 15u);  // 9 of one width, 4 on lengths (2 runs and their replays), 2 fused
   std::set<int64_t> depths;
   for (const HfPlannedRun& r : plan) {
     const Measurement& m = r.planned;
@@ -198,15 +201,18 @@ TEST(HfPlanTest, PlanJsonHoldsExactlyTheContractsKeysForOneAllocator) {
       const model::Workload& w = r.planned.workload;
       if (w.stack.allocator != a) continue;
       const json& run = j["runs"][i++];
-      EXPECT_EQ(keys(run), kRunKeys);
+      std::set<std::string> want_keys = kRunKeys;
+      if (r.varied_lengths) want_keys.insert(kLengthsKeys.begin(), kLengthsKeys.end());
+      EXPECT_EQ(keys(run), want_keys);
+      EXPECT_EQ(run["fused_lm_head"], w.stack.fused_lm_head);
       EXPECT_EQ(run["model"], w.arch.name);
       EXPECT_EQ(run["num_layers"], w.arch.num_layers);
       EXPECT_EQ(run["hf_config"]["num_hidden_layers"], w.arch.num_layers);
       EXPECT_EQ(run["seq_len"], w.train.seq_len);
       EXPECT_EQ(run["micro_batch"], r.planned.micro_batch);
       EXPECT_EQ(run["accumulation"], r.planned.accumulation);
-      EXPECT_EQ(run["steps"], 5);
-      EXPECT_EQ(run["warmup_steps"], 2);
+      EXPECT_EQ(run["steps"], r.varied_lengths ? r.steps : 5);
+      EXPECT_EQ(run["warmup_steps"], r.varied_lengths ? 1 : 2);
       EXPECT_EQ(run["grad_ckpt"], w.train.grad_ckpt);
       EXPECT_EQ(run["lora_rank"], w.lora.rank);
       EXPECT_EQ(run["lora_dropout"], w.stack.lora_dropout);
@@ -283,6 +289,129 @@ TEST(HfPlanTest, LabelNamesWhatARunVaries) {
     EXPECT_EQ(label.find("no-autocast") != std::string::npos, !w.stack.autocast) << label;
     EXPECT_EQ(label.find("dropout=") != std::string::npos, w.stack.lora_dropout > 0) << label;
     EXPECT_NE(label.find(model::allocator_name(w.stack.allocator)), std::string::npos) << label;
+  }
+}
+
+}  // namespace lorasim::calib
+
+namespace lorasim::calib {
+namespace {
+
+std::vector<const HfPlannedRun*> varied_runs(const std::vector<HfPlannedRun>& plan) {
+  std::vector<const HfPlannedRun*> v;
+  for (const HfPlannedRun& r : plan)
+    if (r.varied_lengths) v.push_back(&r);
+  return v;
+}
+
+}  // namespace
+
+TEST(HfPlanTest, VariedRunsAreTwoMicroBatchesEachWithAReplayOnTheUsersAllocator) {
+  for (model::AllocatorMode user : {model::AllocatorMode::default_segments, model::AllocatorMode::expandable}) {
+    SCOPED_TRACE(model::allocator_name(user));
+    HfPlanOptions opt;
+    opt.reference = reference("qwen3-1.7b");
+    opt.reference.stack.allocator = user;
+    const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
+    const std::vector<const HfPlannedRun*> v = varied_runs(plan);
+    ASSERT_EQ(v.size(), 4u);
+    std::set<int64_t> micro_batches;
+    for (size_t i = 0; i < v.size(); i += 2) {
+      const HfPlannedRun &run = *v[i], &replay = *v[i + 1];
+      micro_batches.insert(run.planned.micro_batch);
+      for (const HfPlannedRun* r : {&run, &replay}) {
+        EXPECT_EQ(r->planned.workload.stack.allocator, user) << r->label();
+        EXPECT_EQ(r->planned.workload.arch.num_layers, 12) << r->label();  // at depth: the hold follows activations
+        EXPECT_EQ(r->planned.workload.train.seq_len, 1024) << r->label();
+        EXPECT_FALSE(r->planned.workload.stack.fused_lm_head) << r->label();
+        EXPECT_EQ(r->lengths.padding(r->planned.workload.train.seq_len), "multiple:64");
+        EXPECT_EQ(r->warmup_steps, 1);
+      }
+      EXPECT_EQ(replay.planned.micro_batch, run.planned.micro_batch);
+      EXPECT_EQ(run.planned.accumulation, 1);
+      EXPECT_EQ(replay.planned.accumulation, 2);
+      // The replay's micro-batches, warm-up included, are the first run's first ones: no new shape.
+      EXPECT_LE((replay.warmup_steps + replay.steps) * 2, run.warmup_steps + run.steps);
+      EXPECT_EQ(run.steps, kVariedSteps);
+      EXPECT_NE(run.label(), replay.label());
+    }
+    EXPECT_EQ(micro_batches, (std::set<int64_t>{2, 8}));
+  }
+}
+
+TEST(HfPlanTest, VariedRunsCarryTheirLengthsInThePlanJson) {
+  const std::vector<HfPlannedRun> plan = cuda_plan();
+  const model::AllocatorMode user = plan.front().planned.workload.stack.allocator;
+  const model::AllocatorMode other = user == model::AllocatorMode::expandable ? model::AllocatorMode::default_segments
+                                                                              : model::AllocatorMode::expandable;
+  EXPECT_EQ(json::parse(hf_plan_json(plan, "cuda", other, 1, 3))["runs"].dump().find("lengths"), std::string::npos);
+  const json j = json::parse(hf_plan_json(plan, "cuda", user, 1, 3));
+  size_t varied = 0;
+  for (const json& run : j["runs"]) {
+    if (!run.contains("lengths")) continue;
+    ++varied;
+    EXPECT_EQ(run["padding"], "multiple:64");
+    EXPECT_EQ(run["lengths_seed"], 0);
+    int64_t total = 0, prev = 0;
+    for (const json& pair : run["lengths"]) {
+      EXPECT_GT(pair[0].get<int64_t>(), prev);  // ascending, each length once
+      prev = pair[0].get<int64_t>();
+      total += pair[1].get<int64_t>();
+    }
+    EXPECT_EQ(total, 1000);
+    EXPECT_EQ(prev, 1024);  // the tail truncated at the run's seq_len
+  }
+  EXPECT_EQ(varied, 4u);  // all in the user's allocator's process
+}
+
+TEST(HfPlanTest, PlanLengthsAreTheLogNormalsQuantilesTruncated) {
+  HfPlanLengths spec;
+  const auto h = plan_lengths_histogram(spec, 1024);
+  std::vector<int64_t> all;
+  for (auto [l, c] : h)
+    for (int64_t k = 0; k < c; ++k) all.push_back(l);
+  ASSERT_EQ(all.size(), 1000u);
+  // Quantiles 0.4995 and 0.5005 straddle the median: 256 x exp(0.9 x -/+0.00125) rounds to 256.
+  EXPECT_EQ(all[499], 256);
+  EXPECT_EQ(all[500], 256);
+  // exp(0.9 x 1.5382) x 256 = 1024.8: above the 93.8th percentile every length is truncated.
+  EXPECT_EQ(all.back(), 1024);
+  EXPECT_EQ(h.back().first, 1024);
+  EXPECT_GT(h.back().second, 50);
+  EXPECT_LT(h.back().second, 70);
+  EXPECT_EQ(plan_lengths_histogram(spec, 1024), h);  // no randomness: the same on every platform
+  EXPECT_EQ(spec.padding(1024), "multiple:64");
+  // A shorter truncation (the CPU's 64 tokens, a run shrunk for a small GPU) keeps the shape:
+  // median a quarter of it, 16 widths of padding, the same share truncated.
+  const auto short_h = plan_lengths_histogram(spec, 64);
+  EXPECT_EQ(spec.padding(64), "multiple:4");
+  int64_t at_16 = 0, at_max = 0;
+  for (auto [l, c] : short_h) {
+    if (l <= 16) at_16 += c;
+    if (l == 64) at_max = c;
+  }
+  EXPECT_GE(at_16, 500);
+  EXPECT_GT(at_max, 50);
+  EXPECT_LT(at_max, 70);
+  EXPECT_THROW(plan_lengths_histogram(spec, 0), InputError);
+}
+
+TEST(HfPlanTest, TheFusedHeadHasItsOwnRunsWhateverTheUserTrainsWith) {
+  for (bool user_fused : {false, true}) {
+    HfPlanOptions opt;
+    opt.reference = reference("qwen3-1.7b");
+    opt.reference.stack.fused_lm_head = user_fused;
+    const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
+    std::set<std::pair<int64_t, int64_t>> fused;
+    for (const HfPlannedRun& r : plan)
+      if (r.planned.workload.stack.fused_lm_head) {
+        fused.insert({r.planned.workload.train.seq_len, r.planned.micro_batch});
+        EXPECT_EQ(r.planned.workload.arch.num_layers, 4) << r.label();
+        EXPECT_NE(r.label().find("fused-head"), std::string::npos);
+      }
+    // Device-bound shapes at a few layers, where the head weighs most; every other run fits
+    // Transformers' loss, whose device scale the fused runs are measured against.
+    EXPECT_EQ(fused, (std::set<std::pair<int64_t, int64_t>>{{2048, 4}, {512, 16}})) << user_fused;
   }
 }
 

@@ -51,6 +51,7 @@ Profile with_fitted_stack() {
   t.get("saved_scale") = 0.9876543210987654;
   t.get("logits_scale") = 1.0000000000000002;
   t.get("workspace_bytes") = 123456789.5;
+  t.get("fused_head_s_per_token") = 3.0e-7 / 7.0;  // its prior is 0: a fitted value must round-trip too
   t.get("reserved_overhead_bytes") = 6.02e8;
   t.get("reserved_activation_share") = 0.07;
   t.get("reserved_logits_share") = 0.3;
