@@ -106,9 +106,15 @@ void fit_varying(const std::vector<Row>& rows, model::StackModel& view, std::vec
     double& share = expandable ? view.c.varying_share_expandable : view.c.varying_share_default;
     double& bound = expandable ? view.c.varying_bound_expandable : view.c.varying_bound_default;
     share = std::max(0.0, mean);
-    bound = std::max(share, most) + kVaryingBoundMargin;
+    // The bound is a promise over a whole run: a calibration's few dozen micro-batches meet fewer
+    // shapes than an epoch, and the base's bound came from long runs (the H200's 1.51: a Trainer
+    // on uniform lengths held 106.7 GiB reserved for 43.2 GiB allocated). A short calibration may
+    // raise it, never lower it.
+    const double base_bound = bound, fitted = std::max(share, most) + kVaryingBoundMargin;
+    bound = std::max(base_bound, fitted);
     notes.push_back(std::string(share_name) + " " + fixed3(share) + ", bound " + fixed3(bound) + " (largest of " +
                     std::to_string(need.size()) + " rows " + fixed3(most) + " + margin " + fixed3(kVaryingBoundMargin) +
+                    (fitted < base_bound ? "; kept at the base's " + fixed3(base_bound) + ", from longer runs" : "") +
                     ")");
   }
 }

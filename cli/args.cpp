@@ -41,7 +41,8 @@ void add_workload_options(OptionTable& t, WorkloadArgs& a) {
 }
 
 GradCkpt grad_ckpt_mode(const WorkloadArgs& a) {
-  if (kbit_prepared(a)) return prepared_grad_ckpt(a);  // prepare_model_for_kbit_training's
+  // --trainer sft on a quantized base leaves it unprepared (cli/trainer_preset.h): ask the preset.
+  if (kbit_prepared(with_trainer_preset(a))) return prepared_grad_ckpt(a);  // prepare_model_for_kbit_training's
   std::string text = a.grad_ckpt_default;
   if (a.grad_ckpt)
     text = *a.grad_ckpt;

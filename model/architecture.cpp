@@ -172,6 +172,18 @@ const Architecture& preset(const std::string& name) {
   throw InputError(msg, "model");
 }
 
+double family_memory_error(const Architecture& arch) {
+  // Gemma 2, Gemma 3 and Phi-3 (bench/results/h200/archs-run1): their peak allocated was counted
+  // within 1%, but the caching allocator held up to 10% more above it than the calibrated line
+  // says (Gemma 2 under eager attention 1.16x allocated, Phi-3's fused projections 1.08x, against
+  // 1.01-1.05x for the calibrated families). Until a calibration measures a family's line, its
+  // worst case carries that as error.
+  static const char* const kCalibrated[] = {"llama", "mistral", "qwen2", "qwen3"};
+  for (const char* t : kCalibrated)
+    if (arch.model_type == t) return 0.0;
+  return kNewFamilyMemoryError;
+}
+
 Architecture truncated(const Architecture& arch, int64_t num_layers) {
   if (num_layers <= 0 || num_layers > arch.num_layers)
     throw InputError("cannot truncate '" + arch.name + "' to " + std::to_string(num_layers) +

@@ -80,6 +80,12 @@ const std::vector<Architecture>& presets();
 /// Returns the preset called `name`; throws InputError with the nearest name otherwise.
 const Architecture& preset(const std::string& name);
 
+/// The share of the predicted peak reserved the worst case adds for a model family whose memory
+/// was never measured against a calibration's reserved line: 0 for llama, mistral, qwen2 and
+/// qwen3 (the families the H200 calibrations measured), kNewFamilyMemoryError for the others.
+inline constexpr double kNewFamilyMemoryError = 0.12;
+double family_memory_error(const Architecture& arch);
+
 /// A copy of `arch` truncated to its first `num_layers` blocks (calibration uses these
 /// to separate per-layer from fixed costs); its local_layers keep the first `num_layers`.
 Architecture truncated(const Architecture& arch, int64_t num_layers);

@@ -40,6 +40,7 @@ struct Features {
   double logits_bytes = 0;           ///< logits and loss buffers
   double recompute_bytes = 0;        ///< one checkpointed block rebuilt in backward
   double logits_buffer_bytes = 0;    ///< one logits tensor (the allocator's worst slack)
+  double family_memory_error = 0;    ///< model/architecture.h: the worst case's share for a new family
   /// Stored bytes of a quantized base's projections dequantized per micro-batch (forward passes
   /// and backward; model/quant_memory.h). Independent of the micro-batch; 0 for a float base.
   double dequant_weight_bytes = 0;

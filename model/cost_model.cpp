@@ -114,7 +114,7 @@ MemoryEstimate peak_memory(const Features& f, const StackModel& m) {
   double reserved = sum_terms(Term::reserved, at_peak, c);
   reserved += sum_terms(Term::reserved_slack, at_peak, c);  // a stack's slack; 0 for the runner
   e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, reserved);
-  const double margin = std::max(c.worst_case_margin, m.prior.memory);
+  const double margin = std::max({c.worst_case_margin, m.prior.memory, f.family_memory_error});
   e.worst_reserved_bytes = e.peak_reserved_bytes * (1 + margin) + f.logits_buffer_bytes;
   return e;
 }

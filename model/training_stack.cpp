@@ -25,6 +25,7 @@ Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
   f.logits_bytes = act.logits_bytes;
   f.recompute_bytes = act.recompute_bytes;
   f.logits_buffer_bytes = act.logits_buffer_bytes;
+  f.family_memory_error = family_memory_error(w.arch);
   f.dequant_weight_bytes = dequantized_weight_bytes(w);
   f.tokens = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
   f.fused_head_tokens = w.stack.fused_lm_head ? f.tokens : 0.0;

@@ -168,6 +168,11 @@ Result simulate(const Request& r) {
                              ? percent(prior.memory) + ": the " + r.hardware.name + " prior's, above the stack's " +
                                    percent(c.expected_memory_error)
                              : percent(c.expected_memory_error)));
+  const double family = model::family_memory_error(r.workload.arch);
+  if (family > std::max(prior.memory, c.worst_case_margin))
+    out.notes.push_back("model_type " + r.workload.arch.model_type + ": no calibration has measured how far the " +
+                        "allocator holds this family's memory above its peak allocated, so the worst case adds " +
+                        percent(family) + " of the peak reserved (bench/results/h200/archs-run1 measured up to 10%)");
   if (r.workload.train.precision != r.hardware.coefficients_precision)
     out.notes.push_back(std::string("profile rates were fitted in ") +
                         model::precision_name(r.hardware.coefficients_precision) + "; " +

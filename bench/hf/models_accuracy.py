@@ -9,10 +9,11 @@ on the longtail distribution): the step time at the measured widths with the pro
 shape (what validate does with a row's histogram, bench/hf/lengths_accuracy.py), memory from
 `simulate --lengths` (the worst micro-batch).
 
-FIT rows: llama-3.2-3b's QLoRA rows (the dequantization time is fitted on them with --fit); every
-other row is held out and the headline figures are theirs.
+FIT rows: llama-3.2-3b's QLoRA rows, set aside for fitting the dequantization time (not fitted
+yet: the table's prior `dequant_s_per_weight_byte` stands); every other row is held out and the
+headline figures are theirs.
 
-    python3 bench/hf/models_accuracy.py [--lorasim build/cli/lorasim] [--fit]
+    python3 bench/hf/models_accuracy.py [--lorasim build/cli/lorasim]
 """
 import argparse
 import datetime
@@ -120,8 +121,9 @@ def main():
          f"UTC ({platform.machine()}, {platform.system()}; lorasim runs on the CPU), against the H200 rows of "
          f"`{RESULTS}/qlora-run1` and `{RESULTS}/archs-run1`. Profile: the embedded h200. One command per row, e.g.\n",
          "    " + " ".join(first["cmd"]).replace(args.lorasim, "lorasim") + "\n",
-         "FIT rows (`role` fit): llama-3.2-3b's QLoRA rows; every other row is held out. `bound`: what the prediction "
-         "says sets the pace (host or device).\n",
+         "FIT rows (`role` fit): llama-3.2-3b's QLoRA rows, set aside for fitting the dequantization time (nothing "
+         "is fitted on them yet); every other row is held out. `bound`: what the prediction says sets the pace "
+         "(host or device).\n",
          "| run | model | quant | trainer | data | attn | split | role | bound | step meas | step pred | err | "
          "reserved meas GiB | peak pred | err | worst pred | worst >= meas |",
          "| --- " * 17 + "|"]

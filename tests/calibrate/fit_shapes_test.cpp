@@ -113,7 +113,11 @@ double hf(const FitReport& rep, const char* name) { return rep.hardware.value(na
 
 TEST(FitShapesTest, PlanRowsGiveNewShapesHoldsAndTheFusedHeadBack) {
   const model::HardwareModel t = truth();
-  const FitReport rep = fit_profile(plan_rows(t), base(), FitMode::automatic);
+  // A base whose default-allocator bound is below what the rows show (the embedded h200's 1.51
+  // is above them: see the next test).
+  model::HardwareModel low = base();
+  low.value("varying_bound_default", kHf) = 0.1;
+  const FitReport rep = fit_profile(plan_rows(t), low, FitMode::automatic);
   EXPECT_FALSE(rep.anchored);
   EXPECT_NEAR(hf(rep, "new_shape_s"), 0.25, 1e-6);
   EXPECT_NEAR(hf(rep, "fused_head_s_per_token"), 6.0e-7, 6.0e-13);
@@ -175,6 +179,15 @@ TEST(FitShapesTest, ABoundCoversEveryRowsPeak) {
     ++checked;
   }
   EXPECT_EQ(checked, 4);
+}
+
+TEST(FitShapesTest, AShortCalibrationNeverLowersTheBoundOfLongerRuns) {
+  // The embedded h200's default bound (1.51, from whole runs) is above the plan rows' 0.35 + 0.1:
+  // the fit keeps it, and still fits the expected share.
+  const FitReport rep = fit_profile(plan_rows(truth()), base(), FitMode::automatic);
+  EXPECT_EQ(hf(rep, "varying_bound_default"), base().value("varying_bound_default", kHf));
+  EXPECT_GT(base().value("varying_bound_default", kHf), 0.35 + detail::kVaryingBoundMargin);
+  EXPECT_NEAR(hf(rep, "varying_share_default"), 0.30, 1e-9);
 }
 
 }  // namespace lorasim::calib
