@@ -14,6 +14,7 @@ HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool wit
   a.fp16 = mixed && w.train.precision == model::Precision::fp16;
   a.with_lengths = with_lengths;
   a.group_by_length = group_by_length;
+  a.gpus = s.gpus;
   return a;
 }
 
@@ -27,6 +28,12 @@ std::string hf_flags(const HfArguments& a) {
   else f += " --bf16 false --fp16 false";
   if (a.group_by_length) f += " --group_by_length true";
   return f;
+}
+
+LaunchCommands launch_commands(const HfArguments& a) {
+  if (a.gpus <= 1) return {};
+  const std::string n = std::to_string(a.gpus);
+  return {"torchrun --nproc_per_node " + n, "accelerate launch --num_processes " + n};
 }
 
 nlohmann::json hf_json(const HfArguments& a) {
