@@ -27,6 +27,9 @@ std::string hf_flags(const HfArguments& a) {
   else if (a.fp16) f += " --fp16 true";
   else f += " --bf16 false --fp16 false";
   if (a.group_by_length) f += " --group_by_length true";
+  // Trainer wraps a PEFT model in DDP with find_unused_parameters=True unless told: one more walk
+  // of the autograd graph per step, which the prediction does not count.
+  if (a.gpus > 1) f += " --ddp_find_unused_parameters false";
   return f;
 }
 
@@ -43,6 +46,7 @@ nlohmann::json hf_json(const HfArguments& a) {
                       {"bf16", a.bf16},
                       {"fp16", a.fp16}};
   if (a.with_lengths) j["group_by_length"] = a.group_by_length;
+  if (a.gpus > 1) j["ddp_find_unused_parameters"] = false;
   return j;
 }
 

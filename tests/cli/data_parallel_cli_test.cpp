@@ -42,6 +42,8 @@ TEST(DataParallelCliTest, TwoGpusSplitSixteenAsEightPerGpuAndSayHowToLaunch) {
   EXPECT_EQ(j["data_parallel"]["allreduce_gbps"], 315.0);
   EXPECT_EQ(j["recommended"]["launch"]["torchrun"], "torchrun --nproc_per_node 2");
   EXPECT_EQ(j["recommended"]["launch"]["accelerate"], "accelerate launch --num_processes 2");
+  EXPECT_EQ(j["recommended"]["training_arguments"]["ddp_find_unused_parameters"], false);
+  EXPECT_NE(j["recommended"]["hf_args"].get<std::string>().find(" --ddp_find_unused_parameters false"), std::string::npos);
   const json pcie = ok_json(with(kSimulate, {"--gpus", "2", "--link", "pcie", "--format", "json"}));
   EXPECT_EQ(pcie["data_parallel"]["allreduce_gbps"], 22.4);  // the PCIe prior, not the H200's NVLink
 
