@@ -52,6 +52,10 @@ TEST(DataParallelCliTest, TwoGpusSplitSixteenAsEightPerGpuAndSayHowToLaunch) {
                        "all-reduced in 3 buckets over nvlink (315.0 GB/s bus)"),
             std::string::npos)
       << table;
+  // recommend weighs both checkpointing settings and says the same all-reduce.
+  std::vector<std::string> rec = with(kSimulate, {"--gpus", "2"});
+  rec[0] = "recommend";
+  EXPECT_NE(ok(rec).find("66.50 MiB of gradients all-reduced in 3 buckets over nvlink (315.0 GB/s bus)"), std::string::npos);
   EXPECT_NE(table.find("\nlaunch: torchrun --nproc_per_node 2 train.py ... (or accelerate launch --num_processes 2 "
                        "train.py ...); per_device_train_batch_size is per GPU\n"),
             std::string::npos)

@@ -10,6 +10,7 @@
 #include "model/architecture.h"
 #include "model/cost_model.h"
 #include "model/error.h"
+#include "simulator/grad_ckpt_sim.h"
 #include "simulator/lengths_sim.h"
 #include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
@@ -147,6 +148,15 @@ TEST(DataParallelTest, AProfileWithoutATableUsesItsLinksPrior) {
   EXPECT_EQ(sim::interconnect_for(hw, {}), link(315, 5e-6));
   EXPECT_EQ(sim::interconnect_for(hw, model::Link::nvlink), link(315, 5e-6));
   EXPECT_EQ(sim::interconnect_for(hw, model::Link::pcie), sim::link_prior(model::Link::pcie));
+}
+
+TEST(DataParallelTest, BothCheckpointingSettingsKeepTheAllReduce) {
+  const sim::Result r = sim::simulate_both_grad_ckpt(request(16, 2));
+  EXPECT_EQ(r.data_parallel.gradient_bytes, 69730304);
+  EXPECT_EQ(r.data_parallel.buckets, 3);
+  EXPECT_EQ(r.interconnect, sim::link_prior(model::Link::pcie));
+  ASSERT_EQ(r.splits.size(), 8u);
+  for (const sim::Split& s : r.splits) EXPECT_EQ(s.gpus, 2);
 }
 
 TEST(DataParallelTest, SlowerLinksExposeMore) {
