@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/args.h"
+#include "cli/data_parallel_args.h"
 #include "cli/commands.h"
 #include "cli/describe.h"
 #include "cli/format.h"
@@ -35,6 +36,7 @@ struct SimulateArgs {
   std::string plot;  ///< --plot: SVG chart path, empty for none
   LengthsArgs lengths;
   std::vector<std::string> measured;  ///< --measured: measurement files whose splits replace the prediction
+  DataParallelArgs data_parallel;     ///< --gpus, --link
 };
 
 /// `with_plot`: `simulate` draws a chart; `recommend` prints one line and has no --plot.
@@ -46,6 +48,7 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
   add_trainer_option(t, a.workload);
   add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
+  add_data_parallel_options(t, a.data_parallel);
   t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
       .paths("measured", a.measured,
@@ -96,7 +99,11 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
   j["usable_memory_bytes"] = static_cast<int64_t>(r.usable_memory_bytes);
   j["safety_margin"] = req.safety_margin;
   j["splits"] = nlohmann::json::array();
-  for (const auto& s : r.splits) j["splits"].push_back(split_json(s));
+  for (const auto& s : r.splits) {
+    j["splits"].push_back(split_json(s));
+    add_split_data_parallel_json(s, j["splits"].back());
+  }
+  add_result_data_parallel_json(req, r, j);
   if (r.recommended) {
     const sim::Split& s = r.splits[*r.recommended];
     const HfArguments hf = hf_arguments(s, req.workload, with_lengths, group_by_length);
@@ -107,6 +114,8 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
                         {"hf_args", hf_flags(hf)},
                         {"training_arguments", hf_json(hf)}};
     if (req.workload.train.quantized()) j["recommended"]["quantization_config"] = bnb_config_json(req.workload);
+    if (const LaunchCommands l = launch_commands(hf); !l.torchrun.empty())
+      j["recommended"]["launch"] = {{"torchrun", l.torchrun}, {"accelerate", l.accelerate}};
   } else {
     j["recommended"] = nullptr;
   }
@@ -143,6 +152,7 @@ void print_header(const sim::Request& req, const hw::Profile& p, const sim::Resu
             << "memory:    " << human_bytes(r.memory_limit_bytes) << " limit, "
             << human_bytes(r.usable_memory_bytes) << " usable (" << fixed(req.safety_margin * 100, 0)
             << "% margin, " << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n";
+  print_data_parallel_header(std::cout, req, r);
 }
 
 void print_recommendation(const sim::Request& req, const sim::Result& r, bool both) {
@@ -168,11 +178,15 @@ void print_recommendation(const sim::Request& req, const sim::Result& r, bool bo
   if (&slowest_fit != &best)
     std::cout << " (" << fixed(slowest_fit.step_time_s / best.step_time_s, 1) << "x faster than "
               << split_name(slowest_fit, both) << ")";
-  std::cout << "\nHF TrainingArguments: " << hf_flags(hf_arguments(best, req.workload)) << "\n";
+  const HfArguments hf = hf_arguments(best, req.workload);
+  std::cout << "\nHF TrainingArguments: " << hf_flags(hf) << "\n";
   const std::string bnb = bnb_config_python(req.workload);
   if (!bnb.empty())
     std::cout << "quantization_config: " << bnb << " (then peft.prepare_model_for_kbit_training(model)"
               << (req.workload.train.kbit_prepare ? "" : ": not assumed") << ")\n";
+  if (const LaunchCommands l = launch_commands(hf); !l.torchrun.empty())
+    std::cout << "launch: " << l.torchrun << " train.py ... (or " << l.accelerate
+              << " train.py ...); per_device_train_batch_size is per GPU\n";
 }
 
 /// The step time's range as a symmetric share of it, "±18%"; a measured split has no range.
@@ -250,6 +264,7 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
   out.request.memory_limit_bytes =
       checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
   out.request.safety_margin = a.safety_margin;
+  apply_data_parallel(a.data_parallel, out.request);
   out.request.measured = measured_splits(a.measured, out.request, std::cerr);
   return true;
 }

@@ -10,6 +10,7 @@
 #include "calibrate/compare.h"
 #include "calibrate/measurement.h"
 #include "calibrate/measurement_io.h"
+#include "calibrate/measurement_label.h"
 #ifdef LORASIM_WITH_CALIBRATE
 #include "calibrate/convert.h"
 #include "calibrate/precision.h"
@@ -18,6 +19,7 @@
 #include "hwprofiles/match.h"
 #endif
 #include "cli/args.h"
+#include "cli/data_parallel_args.h"
 #include "cli/commands.h"
 #include "cli/describe.h"
 #include "cli/format.h"
@@ -50,6 +52,7 @@ struct ValidateArgs {
   std::string save, plot;        ///< output paths, empty for none
   bool allow_device_mismatch = false;  ///< --measurements of another device than --gpu/--profile's
   LengthsArgs lengths;           ///< with --measurements: the data of rows without padded_lengths
+  DataParallelArgs data_parallel;  ///< --gpus, --link: with --measurements, the rows' processes
 };
 
 void validate_options(OptionTable& t, ValidateArgs& a) {
@@ -72,6 +75,7 @@ void validate_options(OptionTable& t, ValidateArgs& a) {
               "with --measurements: compare rows of one device with --gpu/--profile of another (default: refused; "
               "without --gpu/--profile the rows' device picks the profile)");
   add_lengths_options(t, a.lengths);
+  add_data_parallel_options(t, a.data_parallel);
 }
 
 void print_help(const OptionTable& t) {
@@ -135,7 +139,13 @@ std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, i
 // The profile for --measurements: the rows' device's unless --gpu/--profile is given (cli/row_device.h).
 hw::Profile measurements_profile(const ValidateArgs& a) {
   const std::vector<calib::Measurement> rows = calib::load_measurements(a.measurements);
-  refuse_several_processes(rows, "validate");
+  // Rows of several processes are predicted on as many GPUs; --gpus, where given, must be theirs.
+  if (a.data_parallel.gpus != 1)
+    for (const calib::Measurement& m : rows)
+      if (m.processes != a.data_parallel.gpus)
+        throw InputError("--gpus " + std::to_string(a.data_parallel.gpus) + ": the run " + calib::run_label(m) + " ran on " +
+                         std::to_string(m.processes) + (m.processes == 1 ? " process" : " processes") +
+                         "; rows are predicted on as many GPUs as their processes column says: drop --gpus");
   return profile_for_rows(rows, a.hardware, {"validate", a.allow_device_mismatch, false});
 }
 
@@ -328,7 +338,13 @@ int cmd_validate(const Args& args) {
   const int64_t memory_limit_bytes = checked_memory_limit(a.memory, profile.hw.memory_bytes, profile.hw.display_name);
   if (!a.measurements.empty())
     return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot,
-                                 lengths ? &a.lengths : nullptr);
+                                 lengths ? &a.lengths : nullptr,
+                                 a.data_parallel.link.empty() ? std::nullopt
+                                                              : std::optional<model::Link>(model::parse_link(a.data_parallel.link)));
+  if (a.data_parallel.gpus > 1)
+    throw InputError("--gpus " + std::to_string(a.data_parallel.gpus) +
+                     ": live validate trains one process (lorasim's runner); compare data-parallel runs from their rows "
+                     "with --measurements FILE (the callback's processes column sets the GPUs)");
   // Refused here, before LibTorch loads and a model is built.
   if (!a.splits.empty()) parse_splits(a.splits, a.effective_batch);
   require_runner_stack(build_stack(a.workload.stack), "validate");

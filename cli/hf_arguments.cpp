@@ -16,6 +16,7 @@ HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool wit
   a.group_by_length = group_by_length;
   if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch)
     a.optim = model::optimizer_name(w.train.optimizer);
+  a.gpus = s.gpus;
   return a;
 }
 
@@ -53,7 +54,16 @@ std::string hf_flags(const HfArguments& a) {
   else f += " --bf16 false --fp16 false";
   if (a.group_by_length) f += " --group_by_length true";
   if (!a.optim.empty()) f += " --optim " + a.optim;
+  // Trainer wraps a PEFT model in DDP with find_unused_parameters=True unless told: one more walk
+  // of the autograd graph per step, which the prediction does not count.
+  if (a.gpus > 1) f += " --ddp_find_unused_parameters false";
   return f;
+}
+
+LaunchCommands launch_commands(const HfArguments& a) {
+  if (a.gpus <= 1) return {};
+  const std::string n = std::to_string(a.gpus);
+  return {"torchrun --nproc_per_node " + n, "accelerate launch --num_processes " + n};
 }
 
 nlohmann::json hf_json(const HfArguments& a) {
@@ -64,6 +74,7 @@ nlohmann::json hf_json(const HfArguments& a) {
                       {"fp16", a.fp16}};
   if (a.with_lengths) j["group_by_length"] = a.group_by_length;
   if (!a.optim.empty()) j["optim"] = a.optim;
+  if (a.gpus > 1) j["ddp_find_unused_parameters"] = false;
   return j;
 }
 

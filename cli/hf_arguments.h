@@ -23,6 +23,7 @@ struct HfArguments {
   /// TrainingArguments' optim where the prediction assumed one other than the default, or a
   /// quantized base (QLoRA users pick theirs); empty: not said.
   std::string optim;
+  int64_t gpus = 1;  ///< data-parallel processes: per_device_train_batch_size is each one's
 };
 
 /// The BitsAndBytesConfig a quantized base assumed, as Python:
@@ -38,6 +39,13 @@ HfArguments hf_arguments(const sim::Split& split, const model::Workload& w, bool
                          bool group_by_length = false);
 /// "--per_device_train_batch_size 16 --gradient_accumulation_steps 1 --gradient_checkpointing false --bf16 true"
 std::string hf_flags(const HfArguments& a);
+/// The launchers of `a.gpus` processes, one per GPU: {"torchrun --nproc_per_node 2",
+/// "accelerate launch --num_processes 2"}; both empty for one GPU (a plain `python train.py`).
+struct LaunchCommands {
+  std::string torchrun;
+  std::string accelerate;
+};
+LaunchCommands launch_commands(const HfArguments& a);
 /// {"per_device_train_batch_size": 16, ..., "bf16": true, "fp16": false}: TrainingArguments' keywords.
 nlohmann::json hf_json(const HfArguments& a);
 

@@ -51,8 +51,10 @@ void refuse_several_processes(const std::vector<calib::Measurement>& rows, const
   for (const calib::Measurement& m : rows)
     if (m.processes > 1)
       throw InputError("the run " + calib::run_label(m) + " ran on " + std::to_string(m.processes) +
-                       " processes (data parallel): several processes are not modelled yet (issue 19), and `lorasim " +
-                       command + "` would read it as one device with its effective batch split; give runs of one process");
+                       " processes (data parallel): `lorasim " + command +
+                       "` fits one GPU's terms from runs of one process, and a data-parallel step also holds the "
+                       "all-reduce; give runs of one process (`lorasim validate --measurements` scores data-parallel "
+                       "rows)");
 }
 
 hw::Profile profile_for_rows(const std::vector<calib::Measurement>& rows, const HardwareArgs& args,

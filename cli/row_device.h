@@ -19,8 +19,9 @@ struct RowDeviceOptions {
   bool cpu_base = false;
 };
 
-/// Throws InputError for rows of more than one process (`processes` > 1): data-parallel runs
-/// are not modelled yet (issue 19), and read as one device they would halve the effective batch.
+/// Throws InputError for rows of more than one process (`processes` > 1): `fit` fits one GPU's
+/// terms, and a data-parallel step holds the all-reduce too (validate predicts such rows on
+/// `processes` GPUs instead).
 void refuse_several_processes(const std::vector<calib::Measurement>& rows, const std::string& command);
 
 /// The profile for `rows`: --gpu/--profile when given (refused for rows of another device unless

@@ -69,6 +69,7 @@ namespace {
 // width, which differs between splits of one data set).
 std::string group_key(const calib::Measurement& m) {
   std::string k = calib::workload_label(m);
+  if (m.processes > 1) k += " gpus=" + std::to_string(m.processes);  // a data-parallel run is its own group
   if (m.padded_lengths.empty()) return k;
   const std::string s = " s=" + std::to_string(m.workload.train.seq_len) + " ";
   const size_t at = k.find(s);
@@ -87,7 +88,7 @@ const char* predicted_from(const calib::Measurement& m, const LengthsArgs* lengt
 
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
                           int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path,
-                          const LengthsArgs* lengths) {
+                          const LengthsArgs* lengths, std::optional<model::Link> link) {
   const std::vector<calib::Measurement> rows = calib::load_measurements(path);
   std::vector<std::string> order;
   std::map<std::string, std::vector<const calib::Measurement*>> groups;
@@ -112,7 +113,10 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     sim::Request req;
     req.workload = g.front()->workload;
     req.hardware = profile.hw;
-    req.effective_batch = g.front()->micro_batch * g.front()->accumulation;
+    // A data-parallel row's micro_batch and accumulation are each process's (docs/measurements.md).
+    req.gpus = g.front()->processes;
+    req.link = link;
+    req.effective_batch = g.front()->micro_batch * g.front()->accumulation * req.gpus;
     req.memory_limit_bytes = memory_limit_bytes;
     req.safety_margin = safety_margin;
     const auto predict = [&](const std::function<sim::Result()>& run) {

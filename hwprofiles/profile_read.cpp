@@ -269,6 +269,18 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
     f.of(p.hw) = r.number(*t->second, f.section, f.key);
   }
 
+  // Optional: a profile without it predicts data-parallel runs from its link kind's prior.
+  if (const toml::node* ic = root.get("interconnect")) {
+    const toml::table* t = ic->as_table();
+    if (!t) r.fail_at(*ic, "interconnect must be a table ([interconnect]), got " + type_name(*ic));
+    r.reject_unknown_keys(*t, "interconnect", kInterconnectKeys);
+    model::Interconnect link;
+    link.link = model::parse_link(r.choice(*t, "interconnect", "link", {"nvlink", "pcie"}));
+    link.allreduce_gbps = r.number(*t, "interconnect", "allreduce_gbps");
+    link.allreduce_latency_s = r.number(*t, "interconnect", "allreduce_latency_s");
+    p.hw.interconnect = link;
+  }
+
   if (const toml::node* cal = root.get("calibration")) {
     const toml::table* t = cal->as_table();
     if (!t) r.fail_at(*cal, "calibration must be a table ([calibration]), got " + type_name(*cal));

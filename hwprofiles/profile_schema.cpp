@@ -79,8 +79,9 @@ const std::vector<std::string> kGpuOtherKeys = {"name", "display_name", "memory_
                                                 "bf16_supported", "compute_capability"};
 const std::vector<std::string> kProfileOtherKeys = {"calibrated", "coefficients_precision",
                                                     "overlap", "source"};
-const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",    "profile", "time",
-                                                "memory",         "stack",  "calibration"};
+const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",   "profile",     "time",
+                                                "memory",         "stack", "interconnect", "calibration"};
+const std::vector<std::string> kInterconnectKeys = {"link", "allreduce_gbps", "allreduce_latency_s"};
 const std::vector<std::string> kStackOtherKeys = {"calibrated", "source"};
 
 std::vector<std::string> known_keys(const std::string& section) {
@@ -88,6 +89,7 @@ std::vector<std::string> known_keys(const std::string& section) {
   if (section == "gpu") keys = kGpuOtherKeys;
   if (section == "profile") keys = kProfileOtherKeys;
   if (starts_with(section, "stack.")) keys = kStackOtherKeys;
+  if (section == "interconnect") keys = kInterconnectKeys;
   for (const auto& f : number_fields())
     if (section == f.section) keys.emplace_back(f.key);
   return keys;
@@ -162,6 +164,16 @@ void check_ranges(const Profile& p, const Locator& where) {
         break;
     }
   }
+  if (p.hw.interconnect) {
+    const model::Interconnect& ic = *p.hw.interconnect;
+    // A bus bandwidth above 100 TB/s or a step latency of a second or more is a typo, not a link.
+    if (!(ic.allreduce_gbps > 0 && ic.allreduce_gbps <= 1e5))
+      fail(where, "[interconnect].allreduce_gbps",
+           "must be a bus bandwidth in GB/s in (0, 100000] (got " + format_double(ic.allreduce_gbps) + ")");
+    if (!(ic.allreduce_latency_s >= 0 && ic.allreduce_latency_s < 1))
+      fail(where, "[interconnect].allreduce_latency_s",
+           "must be a latency in seconds in [0, 1) (got " + format_double(ic.allreduce_latency_s) + ")");
+  }
   // Coefficients fitted in bf16 on a device without bf16 cannot describe any run on it.
   if (!p.hw.bf16_supported && p.hw.coefficients_precision == model::Precision::bf16)
     fail(where, "[profile].coefficients_precision",
@@ -211,7 +223,7 @@ bool operator==(const Profile& a, const Profile& b) {
          x.compute_capability_major == y.compute_capability_major &&
          x.compute_capability_minor == y.compute_capability_minor &&
          x.coefficients_precision == y.coefficients_precision && x.overlap == y.overlap &&
-         x.calibrated == y.calibrated && same_origins(x, y);
+         x.calibrated == y.calibrated && same_origins(x, y) && x.interconnect == y.interconnect;
 }
 
 bool operator!=(const Profile& a, const Profile& b) { return !(a == b); }

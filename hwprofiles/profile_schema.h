@@ -38,6 +38,8 @@ const std::vector<NumberField>& number_fields();
 extern const std::vector<std::string> kGpuOtherKeys;
 extern const std::vector<std::string> kProfileOtherKeys;
 extern const std::vector<std::string> kTopLevelKeys;
+/// Keys of the optional [interconnect] table (every one required when the table is there).
+extern const std::vector<std::string> kInterconnectKeys;
 /// Keys of a stack's own section besides its numbers.
 extern const std::vector<std::string> kStackOtherKeys;
 

@@ -132,6 +132,13 @@ std::string to_toml(const Profile& p) {
     write_numbers(os, p, s.section);
   }
 
+  if (hw.interconnect) {
+    os << "\n[interconnect]\n"
+       << "link = " << quote(model::link_name(hw.interconnect->link)) << "\n"
+       << "allreduce_gbps = " << format_double(hw.interconnect->allreduce_gbps) << "\n"
+       << "allreduce_latency_s = " << format_double(hw.interconnect->allreduce_latency_s) << "\n";
+  }
+
   if (!p.calibration.empty()) {
     os << "\n[calibration]\n";
     for (const auto& [key, value] : p.calibration.entries)

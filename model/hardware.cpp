@@ -7,6 +7,18 @@ namespace lorasim::model {
 
 HardwareModel::HardwareModel() { complete_values(*this); }
 
+const char* link_name(Link l) { return l == Link::nvlink ? "nvlink" : "pcie"; }
+
+Link parse_link(const std::string& text) {
+  if (text == "nvlink") return Link::nvlink;
+  if (text == "pcie") return Link::pcie;
+  throw InputError("unknown link '" + text + "': expected nvlink or pcie", "link");
+}
+
+bool operator==(const Interconnect& a, const Interconnect& b) {
+  return a.link == b.link && a.allreduce_gbps == b.allreduce_gbps && a.allreduce_latency_s == b.allreduce_latency_s;
+}
+
 void complete_values(HardwareModel& hw) {
   const std::vector<StoredValue>& stored = stored_values();
   for (size_t i = hw.values.size(); i < stored.size(); ++i) hw.values.push_back(stored[i].entry().prior);

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,21 @@ enum class Overlap {
   max,  ///< asynchronous device (CUDA): the slower of the two sets the pace
   sum,  ///< synchronous device (CPU): host and compute time add
 };
+
+/// The link between the GPUs of one host that data-parallel training all-reduces over.
+enum class Link { nvlink, pcie };
+const char* link_name(Link l);
+/// Parses "nvlink", "pcie"; throws InputError (quantity "link") otherwise.
+Link parse_link(const std::string& text);
+
+/// A profile's [interconnect] table (docs/profile-schema.md): what a ring all-reduce between
+/// this GPU and its peers costs (simulator/data_parallel.h has the equations).
+struct Interconnect {
+  Link link = Link::pcie;
+  double allreduce_gbps = 0;       ///< bus bandwidth, GB/s (1e9 bytes/s), as nccl-tests reports it
+  double allreduce_latency_s = 0;  ///< per ring step (2(N-1) steps per all-reduced bucket)
+};
+bool operator==(const Interconnect& a, const Interconnect& b);
 
 /// Where a stack's own section ([stack.NAME]) came from.
 struct StackOrigin {
@@ -48,6 +64,9 @@ struct HardwareModel {
   /// each stack's own.
   std::vector<double> values;
   std::array<StackOrigin, kStackCount> origins;  ///< per stack with a section of its own
+  /// The profile's [interconnect] table; empty: it has none, and data-parallel predictions use
+  /// the prior of the link kind (simulator/data_parallel.h).
+  std::optional<Interconnect> interconnect;
 
   /// `row`'s value as `stack` reads it (its prior when the stack stores none). Throws
   /// ConfigError for an unknown row.

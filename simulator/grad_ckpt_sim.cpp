@@ -64,6 +64,8 @@ Result simulate_both_grad_ckpt(const Request& r) {
   Result out;
   out.memory_limit_bytes = off.memory_limit_bytes;
   out.usable_memory_bytes = off.usable_memory_bytes;
+  out.data_parallel = off.data_parallel;  // the same gradients either way; the exposure is per split
+  out.interconnect = off.interconnect;
   for (const auto& [ckpt, i] : interleaved(off.splits.size())) out.splits.push_back((ckpt ? on : off).splits[i]);
   out.recommended = rank(out.splits, [&](size_t i) { return out.splits[i].step_time_s; });
   out.notes = merged_notes(off, on, out.recommended && out.splits[*out.recommended].grad_ckpt);

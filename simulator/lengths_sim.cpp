@@ -121,6 +121,10 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   if (!r.measured.empty())
     throw InputError("measured splits replace predictions of fixed-length data only, not of data of many lengths",
                      "measured");
+  if (r.gpus != 1)
+    throw InputError("data of many lengths on several GPUs is not modelled yet: predict fixed-length rows "
+                     "(--seq-len) with --gpus, or one GPU with --lengths",
+                     "gpus");
   const model::LengthDistribution d = r.workload.train.length_distribution();
   const model::Padding padding = r.workload.train.padding;
   model::validate_padding(padding);

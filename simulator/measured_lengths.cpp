@@ -12,7 +12,7 @@ namespace lorasim::sim {
 Result simulate_measured_widths(const Request& r, int64_t micro_batch, const model::PaddedWidths& widths,
                                 double new_shapes_per_step) {
   model::validate_padded_widths(widths);
-  if (micro_batch < 1 || r.effective_batch % micro_batch != 0)
+  if (micro_batch < 1 || r.gpus < 1 || r.effective_batch % r.gpus != 0 || (r.effective_batch / r.gpus) % micro_batch != 0)
     throw InputError("micro-batch " + std::to_string(micro_batch) + " does not divide the effective batch " +
                      std::to_string(r.effective_batch));
   const int64_t largest = model::largest_width_tokens(widths);
@@ -26,7 +26,7 @@ Result simulate_measured_widths(const Request& r, int64_t micro_batch, const mod
   Split s = *it;
 
   PaddedLengthCosts costs(r.workload, r.hardware);
-  const int64_t b = micro_batch, a = r.effective_batch / micro_batch;
+  const int64_t b = micro_batch, a = r.effective_batch / r.gpus / micro_batch;  // per GPU
   double first_host = 0, first_device = 0, first_total = 0, acc_host = 0, acc_device = 0;
   for (const model::PaddedWidth& w : widths) {
     const model::CostModel& c = costs.at(w.width_tokens);
@@ -66,6 +66,9 @@ Result simulate_measured_widths(const Request& r, int64_t micro_batch, const mod
   s.peak_allocated_bytes = m.peak_allocated_bytes;
   s.peak_reserved_bytes = m.peak_reserved_bytes + (varying ? varying_shape_share(coef, allocator, false) * activations : 0);
   s.worst_reserved_bytes = m.worst_reserved_bytes + (varying ? varying_shape_share(coef, allocator, true) * activations : 0);
+  if (r.gpus > 1)
+    add_data_parallel(res.data_parallel, r.steps,
+                      static_cast<double>(b * a * r.gpus) * model::mean_width_tokens(widths), s);
   s.fits = s.worst_reserved_bytes <= res.usable_memory_bytes;
   s.rank = s.fits ? 1 : 0;
   res.splits = {s};

@@ -45,6 +45,14 @@ void validate(const Request& r) {
                      " has no bf16 support: it trains in fp16 or fp32", "precision");
   r.workload.validate();
   model::require_attention_support(r.hardware, r.workload.stack.attn_impl);
+  if (r.gpus != 1) {
+    data_parallel_cost(r.workload, r.gpus, model::Interconnect{}, 0);  // the GPU count's range
+    check_divides(r.effective_batch, r.gpus);
+    if (!r.measured.empty())
+      throw InputError("measured splits of one GPU cannot stand in for a data-parallel prediction: drop them or "
+                       "predict one GPU",
+                       "gpus");
+  }
   check_measured(r.measured, r.effective_batch);
   const model::TrainingSpec& t = r.workload.train;
   const model::LengthDistribution d = t.length_distribution();
@@ -77,7 +85,34 @@ std::string share(double fraction) {
   return buf;
 }
 
+std::string data_parallel_note(const DataParallelCost& dp, const model::Interconnect& ic,
+                               const model::HardwareModel& hw) {
+  char bw[64];
+  std::snprintf(bw, sizeof bw, "%g GB/s", ic.allreduce_gbps);
+  const bool own = hw.interconnect && *hw.interconnect == ic;
+  return std::to_string(dp.gpus) + " GPUs data parallel (DDP): the adapters' " + mib(dp.bucket_memory_bytes) +
+         " of fp32 gradients are all-reduced once per step in " + std::to_string(dp.buckets) +
+         (dp.buckets == 1 ? " bucket" : " buckets") + " over " + model::link_name(ic.link) + " at " + bw +
+         (own ? " (the profile's [interconnect])" : " (the link's datasheet prior)") +
+         ", overlapped with the last backward; memory is per GPU and holds DDP's copy of the gradients "
+         "(docs/data-parallel.md)";
+}
+
 }  // namespace
+
+void add_data_parallel(const DataParallelCost& dp, int64_t steps, double tokens_per_step, Split& s) {
+  s.gpus = dp.gpus;
+  s.allreduce_time_s = dp.allreduce_time_s;
+  s.allreduce_exposed_s = dp.allreduce_exposed_s;
+  s.step_time_s += dp.allreduce_exposed_s;
+  s.step_time_low_s += dp.allreduce_exposed_s;
+  s.step_time_high_s += dp.allreduce_exposed_s;
+  s.run_time_s = static_cast<double>(steps) * s.step_time_s;
+  s.tokens_per_s = tokens_per_step / s.step_time_s;
+  s.peak_allocated_bytes += dp.bucket_memory_bytes;
+  s.peak_reserved_bytes += dp.bucket_memory_bytes;
+  s.worst_reserved_bytes += dp.bucket_memory_bytes;
+}
 
 Result simulate(const Request& r) {
   validate(r);
@@ -95,10 +130,12 @@ Result simulate(const Request& r) {
                      mib(c.context_bytes) + " CUDA context of the " +
                      r.hardware.display_name + ": raise the memory limit");
 
-  for (int64_t b : divisors(r.effective_batch)) {
+  const int64_t per_gpu_batch = r.effective_batch / r.gpus;
+  if (r.gpus > 1) out.interconnect = interconnect_for(r.hardware, r.link);
+  for (int64_t b : divisors(per_gpu_batch)) {
     Split s;
     s.micro_batch = b;
-    s.accumulation = r.effective_batch / b;
+    s.accumulation = per_gpu_batch / b;
     s.grad_ckpt = r.workload.train.grad_ckpt;
     const model::MicroBatchTime t = cost.micro_batch(b);
     const model::StepTime st = cost.step(b, s.accumulation);
@@ -123,6 +160,12 @@ Result simulate(const Request& r) {
     s.peak_allocated_bytes = m.peak_allocated_bytes;
     s.peak_reserved_bytes = m.peak_reserved_bytes;
     s.worst_reserved_bytes = m.worst_reserved_bytes;
+    if (r.gpus > 1) {
+      // Every GPU runs this split; the step waits for what the last backward does not hide.
+      out.data_parallel = data_parallel_cost(r.workload, r.gpus, out.interconnect,
+                                             cost.micro_batch(b, s.accumulation > 1).device_s);
+      add_data_parallel(out.data_parallel, r.steps, tokens_per_step, s);
+    }
     // The expected peak is the prediction; the decision uses the worst case, since running
     // out of memory costs the user far more than a slightly smaller micro-batch.
     s.fits = m.worst_reserved_bytes <= out.usable_memory_bytes;
@@ -147,6 +190,7 @@ Result simulate(const Request& r) {
                         share(kMeasuredPeakRepeatability) + " (the repeatability of a measured peak) stays within " +
                         mib(out.memory_limit_bytes - c.context_bytes) +
                         " (the limit less the CUDA context: a measured peak holds what the safety margin is for)");
+  if (r.gpus > 1) out.notes.push_back(data_parallel_note(out.data_parallel, out.interconnect, r.hardware));
   if (!r.hardware.calibrated)
     out.notes.push_back("profile '" + r.hardware.name +
                         "' is a datasheet prior, not a calibration: step times may be off by ~" +

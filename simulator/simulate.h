@@ -8,6 +8,7 @@
 
 #include "model/hardware.h"
 #include "model/workload.h"
+#include "simulator/data_parallel.h"
 #include "simulator/measured_splits.h"
 
 namespace lorasim::sim {
@@ -15,7 +16,11 @@ namespace lorasim::sim {
 struct Request {
   model::Workload workload;
   model::HardwareModel hardware;
-  int64_t effective_batch = 1;     ///< B = micro_batch x accumulation
+  int64_t effective_batch = 1;     ///< B = micro_batch x accumulation x gpus
+  /// GPUs of one host training data-parallel (DDP), each on B / gpus sequences per step.
+  int64_t gpus = 1;
+  /// The link the GPUs all-reduce over; empty: the profile's [interconnect] (simulator/data_parallel.h).
+  std::optional<model::Link> link;
   int64_t steps = 100;             ///< optimizer steps for the run-time column
   int64_t memory_limit_bytes = 0;  ///< 0: the device's memory
   double safety_margin = 0.05;     ///< fraction of the limit kept free for fragmentation and spikes
@@ -27,6 +32,9 @@ struct Request {
 struct Split {
   int64_t micro_batch = 0;     ///< b, HF per_device_train_batch_size
   int64_t accumulation = 0;    ///< a, HF gradient_accumulation_steps
+  int64_t gpus = 1;            ///< data-parallel GPUs, each running a micro-batches of b
+  double allreduce_time_s = 0;     ///< the gradients' ring all-reduce per step (0 on one GPU)
+  double allreduce_exposed_s = 0;  ///< the part of it the last backward does not hide, in step_time_s
   bool grad_ckpt = false;      ///< with gradient checkpointing (the workload's; simulate_both_grad_ckpt mixes both)
   double micro_batch_time_s = 0;
   double host_time_s = 0;      ///< host dispatch per micro-batch
@@ -37,7 +45,7 @@ struct Split {
   double step_time_high_s = 0;
   double run_time_s = 0;       ///< steps * step_time_s
   double tokens_per_s = 0;
-  double peak_allocated_bytes = 0;
+  double peak_allocated_bytes = 0;  ///< per GPU, as the two below
   double peak_reserved_bytes = 0;
   double worst_reserved_bytes = 0;  ///< reserved plus a fresh process's allocator slack (measured: its repeatability)
   bool fits = false;           ///< worst reserved + context within the usable memory
@@ -53,6 +61,8 @@ struct Result {
   double memory_limit_bytes = 0;       ///< the limit applied
   double usable_memory_bytes = 0;      ///< limit less margin and the device context
   std::vector<std::string> notes;      ///< caveats the user should see (prior profile, ...)
+  DataParallelCost data_parallel;      ///< what --gpus adds (every figure 0 on one GPU)
+  model::Interconnect interconnect;    ///< the link data_parallel was priced on (gpus > 1)
 };
 
 /// The largest effective batch simulate() accepts: enumerating the splits tries every b up to
@@ -60,8 +70,12 @@ struct Result {
 /// optimizer step.
 inline constexpr int64_t kMaxEffectiveBatch = int64_t{1} << 40;
 
-/// All b with b * a = B, ascending.
+/// All b with b * a = B, ascending (with gpus > 1: of B / gpus).
 std::vector<int64_t> divisors(int64_t effective_batch);
+
+/// Adds data parallelism's exposed all-reduce to `s`'s step times (and its run time and tokens/s
+/// over `tokens_per_step` of every GPU) and DDP's gradient buckets to its memory.
+void add_data_parallel(const DataParallelCost& dp, int64_t steps, double tokens_per_step, Split& s);
 
 /// Throws InputError for an invalid request (B < 1 or above kMaxEffectiveBatch, steps < 1, bf16
 /// on a GPU without it, a memory limit that leaves nothing usable, a count beyond int64, ...).

@@ -15,7 +15,9 @@ padded widths' histogram, the real tokens and the collation; and the device, its
 number of processes. With one shape the row's step time is the median timed step; with many
 widths it is their mean, and `new_shapes_per_step` says how many micro-batches per step met a
 shape the process had not run before (each pays its kernels' selection once). Works with any `Trainer` subclass (TRL's `SFTTrainer`). One row is appended
-at the end of training.
+at the end of training. Under `torchrun` / `accelerate launch` (data parallel) every rank times its
+own steps but only rank 0 (`state.is_world_process_zero`) writes: `processes` is the world size and
+`micro_batch` / `accumulation` are each process's, so the row's effective batch is their product.
 """
 import json
 import os

@@ -1,5 +1,5 @@
 // End-to-end: validate --measurements and fit take the rows' device (docs/measurements.md),
-// refuse a profile of another device unless told, and refuse runs of several processes.
+// refuse a profile of another device unless told, and fit refuses runs of several processes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -82,12 +82,11 @@ TEST(RowDeviceCliTest, RowsOfTwoDevicesOrSeveralProcessesAreRefused) {
   write_file(dir / "two.csv", rows("NVIDIA H200") + "tiny,64,8,1,0.5,fp32,Tesla T4,\n");
   expect_error({"validate", "--measurements", (dir / "two.csv").string()}, kUsage,
                {"ran on two devices, NVIDIA H200", "and Tesla T4"});
+  // fit still refuses data-parallel rows; validate predicts them on as many GPUs (data_parallel_cli_test.cpp).
   write_file(dir / "ddp.csv", "model,seq_len,micro_batch,accumulation,step_time_s,processes\ntiny,64,4,2,0.5,2\n");
-  for (const std::string command : {"validate", "fit"}) {
-    std::vector<std::string> args = {command, "--measurements", (dir / "ddp.csv").string(), "--gpu", "h200"};
-    if (command == "fit") args.insert(args.end(), {"--out", (dir / "p.toml").string()});
-    expect_error(args, kUsage, {"ran on 2 processes", "several processes are not modelled yet (issue 19)"});
-  }
+  expect_error({"fit", "--measurements", (dir / "ddp.csv").string(), "--gpu", "h200", "--out", (dir / "p.toml").string()},
+               kUsage, {"ran on 2 processes (data parallel): `lorasim fit` fits one GPU's terms from runs of one process",
+                        "give runs of one process"});
 }
 
 TEST(RowDeviceCliTest, FitKeepsTheBaseProfilesOverlapUnlessTold) {

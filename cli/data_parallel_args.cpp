@@ -1,0 +1,50 @@
+// --gpus and --link, and the lines and keys they add to simulate's and recommend's output.
+#include "cli/data_parallel_args.h"
+
+#include "cli/format.h"
+
+namespace lorasim::cli {
+
+void add_data_parallel_options(OptionTable& t, DataParallelArgs& a) {
+  t.integer("gpus", a.gpus, 1,
+            "GPUs of one host training data-parallel (DDP, torchrun --nproc_per_node): the effective batch is "
+            "split as micro-batch x accumulation x GPUs")
+      .quantity("gpus")
+      .text("link", a.link, "the GPUs' link for the all-reduce: nvlink or pcie (default: the profile's [interconnect])")
+      .quantity("link");
+}
+
+void apply_data_parallel(const DataParallelArgs& a, sim::Request& request) {
+  request.gpus = a.gpus;
+  if (!a.link.empty()) request.link = model::parse_link(a.link);
+}
+
+void add_split_data_parallel_json(const sim::Split& s, nlohmann::json& j) {
+  if (s.gpus <= 1) return;
+  j["gpus"] = s.gpus;
+  j["allreduce_time_s"] = s.allreduce_time_s;
+  j["allreduce_exposed_s"] = s.allreduce_exposed_s;
+}
+
+void add_result_data_parallel_json(const sim::Request& req, const sim::Result& r, nlohmann::json& j) {
+  if (req.gpus <= 1) return;
+  j["gpus"] = req.gpus;
+  j["data_parallel"] = {{"gpus", req.gpus},
+                        {"per_gpu_batch", req.effective_batch / req.gpus},
+                        {"gradient_bytes", r.data_parallel.gradient_bytes},
+                        {"buckets", r.data_parallel.buckets},
+                        {"link", model::link_name(r.interconnect.link)},
+                        {"allreduce_gbps", r.interconnect.allreduce_gbps},
+                        {"allreduce_latency_s", r.interconnect.allreduce_latency_s}};
+}
+
+void print_data_parallel_header(std::ostream& os, const sim::Request& req, const sim::Result& r) {
+  if (req.gpus <= 1) return;
+  os << "gpus:      " << req.gpus << " data-parallel (DDP), " << req.effective_batch / req.gpus
+     << " sequences per GPU per step; " << human_bytes(static_cast<double>(r.data_parallel.gradient_bytes))
+     << " of gradients all-reduced in " << r.data_parallel.buckets << (r.data_parallel.buckets == 1 ? " bucket" : " buckets")
+     << " over " << model::link_name(r.interconnect.link) << " (" << fixed(r.interconnect.allreduce_gbps, 1)
+     << " GB/s bus), " << human_seconds(r.splits.empty() ? 0 : r.splits.front().allreduce_time_s) << " per step\n";
+}
+
+}  // namespace lorasim::cli
