@@ -129,7 +129,7 @@ TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
   std::getline(in, header);
   const std::string tail = ",stack,attn_impl,lora_dropout,allocator,autocast,loop,fused_lm_head,device,"
                            "device_memory_bytes,processes,collation,padded_lengths,real_tokens,new_shapes_per_step,"
-                           "model_config_sha256,quant,double_quant,kbit_prepare,optim";
+                           "model_config_sha256,quant,double_quant,kbit_prepare,optim,adapter_dtype";
   ASSERT_GE(header.size(), tail.size());
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   std::string first;
@@ -196,4 +196,26 @@ TEST(MeasurementStackTest, QuantColumnsReadAndWriteBack) {
 }
 
 }  // namespace
+// TRL's SFTTrainer on a quantized base keeps the adapters in the compute dtype: the row says so
+// in adapter_dtype, which is read, written back and priced (8 bytes less per adapter parameter).
+TEST(MeasurementStackTest, AdapterDtypeReadsAndWritesBack) {
+  const std::string head = "model,seq_len,micro_batch,step_time_s,grad_ckpt,stack,quant,kbit_prepare,adapter_dtype\n";
+  const auto rows = parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,nf4,false,bf16\n" +
+                                           "tiny,64,4,0.5,true,hf-peft,nf4,false,fp32\n",
+                                       "csv", "m.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].workload.train.adapters_in_compute_precision);
+  EXPECT_FALSE(rows[1].workload.train.adapters_in_compute_precision);
+  EXPECT_EQ(rows[0].workload.train.adapter_element_bytes(), 2);
+  EXPECT_THROW(parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,nf4,false,int8\n", "csv", "m.csv"), ConfigError);
+  const fs::path dir = fs::temp_directory_path() / "lorasim-adapter-dtype-rows";
+  fs::create_directories(dir);
+  write_measurements_csv(rows, dir / "runs.csv");
+  const auto back = load_measurements(dir / "runs.csv");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(back[0].workload.train.adapters_in_compute_precision);
+  EXPECT_FALSE(back[1].workload.train.adapters_in_compute_precision);
+  fs::remove_all(dir);
+}
+
 }  // namespace lorasim::calib

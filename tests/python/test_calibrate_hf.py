@@ -75,7 +75,11 @@ def test_calibrate_hf_peft_saves_the_plans_rows(hf_calibration):
     assert proc.returncode == 0, proc.stderr
     with open(rows, newline="") as f:
         table = list(csv.DictReader(f))
-    assert len(table) == 9
+    # The plan on the CPU: 9 runs of one width, 4 of many lengths (two micro-batches, each with its
+    # replay) and 2 through TRL's fused LM head (calibrate/hf_plan.h).
+    assert len(table) == 15
+    assert sum(1 for r in table if r["padded_lengths"]) == 4
+    assert sum(1 for r in table if r["fused_lm_head"] == "true") == 2
     assert {r["stack"] for r in table} == {"hf-peft"}
     assert {r["model"] for r in table} == {"tiny"}
     assert all(float(r["step_time_s"]) > 0 for r in table)
