@@ -171,7 +171,8 @@ def quant_columns(model, args=None):
     row["kbit_prepare"] = bool(weight is not None and weight.dtype == _torch.float32 and row["precision"] != "fp32") \
         or (row["precision"] == "fp32" and bool(getattr(base, "is_gradient_checkpointing", False)))
     # TRL's SFTTrainer keeps a quantized base's adapters in the compute dtype; PEFT casts them to fp32.
-    trainable = next((p for p in model.parameters() if p.requires_grad), None)
+    params = getattr(model, "parameters", None)
+    trainable = next((p for p in params() if p.requires_grad), None) if callable(params) else None
     if trainable is not None:
         row["adapter_dtype"] = _dtype_name(trainable.dtype) or "fp32"
     return row

@@ -78,7 +78,7 @@ def test_calibrate_hf_peft_saves_the_plans_rows(hf_calibration):
     # The plan on the CPU: 9 runs of one width, 4 of many lengths (two micro-batches, each with its
     # replay) and 2 through TRL's fused LM head (calibrate/hf_plan.h).
     assert len(table) == 15
-    assert sum(1 for r in table if r["padded_lengths"]) == 4
+    assert sum(1 for r in table if ";" in r["padded_lengths"]) == 4  # several widths
     assert sum(1 for r in table if r["fused_lm_head"] == "true") == 2
     assert {r["stack"] for r in table} == {"hf-peft"}
     assert {r["model"] for r in table} == {"tiny"}

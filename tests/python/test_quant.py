@@ -48,21 +48,27 @@ def test_rows_take_the_quant_columns():
         check_row({"model": "m", "seq_len": 8, "micro_batch": 1, "step_time_s": 1.0, "optim": "sgd"})
 
 
-def fake_quantized(torch, four=True, quant_type="nf4", double=True, compute="bfloat16", embed=None):
+def fake_quantized(torch, four=True, quant_type="nf4", double=True, compute="bfloat16", embed=None, adapters=None):
     """What transformers gives for a bitsandbytes model, as far as the callback reads it."""
     config = types.SimpleNamespace(dtype=torch.bfloat16)
     embedding = types.SimpleNamespace(weight=torch.zeros(2, 2, dtype=embed or torch.float32))
+    adapter = torch.zeros(2, 2, dtype=adapters or torch.float32, requires_grad=True)
     qc = {"load_in_4bit": four, "load_in_8bit": not four, "bnb_4bit_quant_type": quant_type,
           "bnb_4bit_use_double_quant": double, "bnb_4bit_compute_dtype": compute}
     return types.SimpleNamespace(config=config, is_loaded_in_4bit=four, is_loaded_in_8bit=not four,
-                                 quantization_config=qc, get_input_embeddings=lambda: embedding)
+                                 quantization_config=qc, get_input_embeddings=lambda: embedding,
+                                 parameters=lambda: iter([embedding.weight, adapter]))
 
 
 def test_the_callback_detects_a_quantized_base(torch):
     from lorasim_hf.callback import quant_columns
     args = types.SimpleNamespace(optim="paged_adamw_8bit")
     assert quant_columns(fake_quantized(torch), args) == {
-        "optim": "paged_adamw_8bit", "quant": "nf4", "double_quant": True, "precision": "bf16", "kbit_prepare": True}
+        "optim": "paged_adamw_8bit", "quant": "nf4", "double_quant": True, "precision": "bf16", "kbit_prepare": True,
+        "adapter_dtype": "fp32"}
+    # TRL's SFTTrainer keeps a quantized base's adapters in the compute dtype: the row says so.
+    assert quant_columns(fake_quantized(torch, embed=torch.bfloat16, adapters=torch.bfloat16),
+                         args)["adapter_dtype"] == "bf16"
     # Not prepared: the embeddings stay in the compute dtype.
     assert quant_columns(fake_quantized(torch, embed=torch.bfloat16), args)["kbit_prepare"] is False
     eight = quant_columns(fake_quantized(torch, four=False), types.SimpleNamespace(optim="adamw_8bit"))
