@@ -9,12 +9,14 @@ namespace lorasim::cli {
 namespace {
 
 // SFTConfig: gradient_checkpointing=True, bf16 unless fp16, max_length=1024, padding to the
-// longest of each micro-batch, and its loss through the fused LM head. Trainer: no
-// checkpointing, autocast with bf16/fp16, the full logits. A loop: no autocast at all.
+// longest of each micro-batch, and its loss through the fused LM head; on a quantized base no
+// prepare_model_for_kbit_training (embeddings, LM head and norms stay in the compute precision)
+// and the adapters kept in it too (bench/results/h200/qlora-run1). Trainer: no checkpointing,
+// autocast with bf16/fp16, the full logits. A loop: no autocast at all.
 const TrainerPreset kPresets[] = {
-    {"sft", "true", "true", true, 1024},
-    {"trainer", "true", "false", false, 0},
-    {"loop", "false", "false", false, 0},
+    {"sft", "true", "true", true, 1024, "false", "compute"},
+    {"trainer", "true", "false", false, 0, nullptr, nullptr},
+    {"loop", "false", "false", false, 0, nullptr, nullptr},
 };
 
 const char* const kTrainerHelp =
@@ -48,12 +50,10 @@ WorkloadArgs with_trainer_preset(WorkloadArgs a) {
                      a.stack.stack + ": drop one of them");
   if (!a.stack.autocast) a.stack.autocast = std::string(p.autocast);
   if (!a.stack.fused_lm_head) a.stack.fused_lm_head = std::string(p.fused_lm_head);
-  // TRL 1.16's SFTTrainer on a quantized base: no prepare_model_for_kbit_training (embeddings, LM
-  // head and norms stay in the compute precision) and the adapters kept in it too
-  // (bench/results/h200/qlora-run1). Only a quantized base: on a float one PEFT's fp32 adapters stay.
-  if (std::string(p.name) == "sft" && (a.quant && *a.quant != "none")) {
-    if (!a.kbit_prepare) a.kbit_prepare = std::string("false");
-    if (!a.adapter_dtype) a.adapter_dtype = std::string("compute");
+  // Only a quantized base: on a float one PEFT's fp32 adapters stay whatever the program.
+  if (a.quant && *a.quant != "none") {
+    if (!a.kbit_prepare && p.quantized_kbit_prepare) a.kbit_prepare = std::string(p.quantized_kbit_prepare);
+    if (!a.adapter_dtype && p.quantized_adapter_dtype) a.adapter_dtype = std::string(p.quantized_adapter_dtype);
   }
   return a;
 }

@@ -15,6 +15,10 @@ struct TrainerPreset {
   const char* fused_lm_head;  ///< --fused-lm-head it implies
   bool grad_ckpt;             ///< checkpointing on where the command's default is a fixed value
   int64_t max_length_tokens;  ///< --max-length it implies with --lengths; 0: the file's longest
+  /// On a quantized base: the --kbit-prepare and --adapter-dtype it implies (nullptr: PEFT's
+  /// defaults, prepared and fp32 adapters).
+  const char* quantized_kbit_prepare;
+  const char* quantized_adapter_dtype;
 };
 
 /// --trainer (simulate and recommend: the commands that predict a program's run; validate and
