@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import tempfile
 
 # lorasim's columns in the order its own writer emits them, then the stack's (issue 11).
 COLUMNS = (
@@ -184,15 +185,21 @@ class RowWriter:
             if missing:
                 raise ValueError(f"{self.path}: its header has no column {', '.join(missing)}, which the rows "
                                  "need; write to a new file (or a .jsonl file)")
-        existed = os.path.exists(self.path)
         try:
-            with open(self.path, "a"):
-                pass
+            if os.path.exists(self.path):
+                with open(self.path, "a"):
+                    pass
+            else:
+                # The file appears with its first row. Probe its folder with a file of another name:
+                # every rank of a data-parallel run checks the same path, and creating and removing
+                # the path itself could remove a row another process has just written.
+                folder = os.path.dirname(os.path.abspath(self.path))
+                with tempfile.NamedTemporaryFile(dir=folder, prefix=os.path.basename(self.path) + ".",
+                                                 suffix=".probe"):
+                    pass
         except OSError as e:
             raise OSError(e.errno, f"cannot write the measurement file '{self.path}': {e.strerror}; "
                                    "choose another path") from None
-        if not existed:  # only probed: the file appears with its first row
-            os.remove(self.path)
 
     def comment(self, text):
         """A '# ...' line; lorasim skips it in both formats."""

@@ -33,7 +33,17 @@ def main(path):
             callbacks=[cb]).train()
     # Every rank saw the same world size; only rank 0 wrote.
     print(f"rank {os.environ.get('RANK')} world {targs.world_size} wrote {cb.row is not None}", flush=True)
+    # Gloo's threads abort the interpreter's exit ("terminate called without an active exception")
+    # when the process group is still alive then.
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    try:
+        main(sys.argv[1])
+    except BaseException:  # the launcher keeps only the last lines; the test shows each rank's own failure
+        import traceback
+        with open(f"{sys.argv[1]}.rank{os.environ.get('RANK', '?')}.err", "w") as f:
+            traceback.print_exc(file=f)
+        raise

@@ -121,3 +121,25 @@ def test_store_config_is_by_content_and_relative_to_the_rows(tmp_path):
     assert (tmp_path / name).read_bytes() == b'{"a": 1}\n'
     other, _ = store_config(b'{"a": 2}\n', rows)
     assert other != name and (tmp_path / name).read_bytes() == b'{"a": 1}\n'
+
+
+def test_checking_a_new_path_never_creates_or_removes_that_path(tmp_path, monkeypatch):
+    # Every rank of a torchrun job checks the same path; a check that created and removed it could
+    # remove a row another rank had just written, or fail on the file vanishing under it.
+    path = tmp_path / "rows.jsonl"
+    writer = RowWriter(path)
+    removed = []
+    real_remove = os.remove
+    monkeypatch.setattr(os, "remove", lambda p, *a, **k: (removed.append(os.fspath(p)), real_remove(p, *a, **k)))
+    writer.check()
+    assert not path.exists() and os.fspath(path) not in removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the folder's probe left nothing either
+    other = RowWriter(path)
+    other.write({"model": "m", "seq_len": 1, "micro_batch": 1, "step_time_s": 1.0})
+    writer.check()  # an existing file is opened for appending only
+    assert len(path.read_text().splitlines()) == 1
+
+
+def test_checking_a_path_in_a_missing_folder_says_which_path(tmp_path):
+    with pytest.raises(OSError, match="cannot write the measurement file .*nowhere.*choose another path"):
+        RowWriter(tmp_path / "nowhere" / "rows.jsonl").check()
