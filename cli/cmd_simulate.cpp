@@ -116,6 +116,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
     if (req.workload.train.quantized()) j["recommended"]["quantization_config"] = bnb_config_json(req.workload);
     if (const LaunchCommands l = launch_commands(hf); !l.torchrun.empty())
       j["recommended"]["launch"] = {{"torchrun", l.torchrun}, {"accelerate", l.accelerate}};
+    if (hf.fsdp) j["recommended"]["launch"]["accelerate_fsdp_config"] = accelerate_fsdp_config(hf);
   } else {
     j["recommended"] = nullptr;
   }
@@ -184,9 +185,7 @@ void print_recommendation(const sim::Request& req, const sim::Result& r, bool bo
   if (!bnb.empty())
     std::cout << "quantization_config: " << bnb << " (then peft.prepare_model_for_kbit_training(model)"
               << (req.workload.train.kbit_prepare ? "" : ": not assumed") << ")\n";
-  if (const LaunchCommands l = launch_commands(hf); !l.torchrun.empty())
-    std::cout << "launch: " << l.torchrun << " train.py ... (or " << l.accelerate
-              << " train.py ...); per_device_train_batch_size is per GPU\n";
+  print_launch(std::cout, hf);
 }
 
 /// The step time's range as a symmetric share of it, "±18%"; a measured split has no range.

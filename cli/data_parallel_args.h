@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 
+#include "cli/hf_arguments.h"
 #include "cli/option_table.h"
 #include "simulator/simulate.h"
 
@@ -14,8 +15,9 @@ namespace lorasim::cli {
 struct DataParallelArgs {
   int64_t gpus = 1;  ///< GPUs of one host training data-parallel (DDP)
   std::string link;  ///< nvlink or pcie; empty: the profile's [interconnect]
+  bool fsdp = false; ///< FSDP FULL_SHARD instead of DDP: the frozen weights sharded across the GPUs
 };
-/// --gpus and --link.
+/// --gpus, --link and --fsdp.
 void add_data_parallel_options(OptionTable& table, DataParallelArgs& args);
 /// Sets the request's GPU count and link.
 void apply_data_parallel(const DataParallelArgs& args, sim::Request& request);
@@ -25,6 +27,9 @@ void apply_data_parallel(const DataParallelArgs& args, sim::Request& request);
 void add_split_data_parallel_json(const sim::Split& s, nlohmann::json& split);
 /// The request's GPUs and link into the result's JSON; nothing on one GPU.
 void add_result_data_parallel_json(const sim::Request& req, const sim::Result& r, nlohmann::json& result);
+/// The recommendation's "launch:" line, and with FSDP its fsdp_config and accelerate config lines;
+/// nothing on one GPU.
+void print_launch(std::ostream& os, const HfArguments& hf);
 /// The table header's "gpus:" line; nothing on one GPU.
 void print_data_parallel_header(std::ostream& os, const sim::Request& req, const sim::Result& r);
 

@@ -1,5 +1,6 @@
 // The TrainingArguments a recommendation assumed, as flags and JSON.
 #include "cli/hf_arguments.h"
+#include <cctype>
 
 namespace lorasim::cli {
 
@@ -17,6 +18,8 @@ HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool wit
   if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch)
     a.optim = model::optimizer_name(w.train.optimizer);
   a.gpus = s.gpus;
+  a.fsdp = s.fsdp;
+  a.decoder_layer_class = decoder_layer_class(w.arch.model_type);
   return a;
 }
 
@@ -56,7 +59,8 @@ std::string hf_flags(const HfArguments& a) {
   if (!a.optim.empty()) f += " --optim " + a.optim;
   // Trainer wraps a PEFT model in DDP with find_unused_parameters=True unless told: one more walk
   // of the autograd graph per step, which the prediction does not count.
-  if (a.gpus > 1) f += " --ddp_find_unused_parameters false";
+  if (a.fsdp) f += " --fsdp \"full_shard auto_wrap\" --fsdp_config fsdp_config.json";
+  else if (a.gpus > 1) f += " --ddp_find_unused_parameters false";
   return f;
 }
 
@@ -74,8 +78,45 @@ nlohmann::json hf_json(const HfArguments& a) {
                       {"fp16", a.fp16}};
   if (a.with_lengths) j["group_by_length"] = a.group_by_length;
   if (!a.optim.empty()) j["optim"] = a.optim;
-  if (a.gpus > 1) j["ddp_find_unused_parameters"] = false;
+  if (a.fsdp) {
+    j["fsdp"] = "full_shard auto_wrap";
+    j["fsdp_config"] = fsdp_config_json(a);
+  } else if (a.gpus > 1) {
+    j["ddp_find_unused_parameters"] = false;
+  }
   return j;
+}
+
+std::string decoder_layer_class(const std::string& model_type) {
+  std::string t = model_type;
+  if (t.size() > 5 && t.compare(t.size() - 5, 5, "_text") == 0) t.resize(t.size() - 5);  // gemma3_text: Gemma3's
+  std::string name;
+  bool upper = true;
+  for (char c : t) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return name + "DecoderLayer";
+}
+
+nlohmann::json fsdp_config_json(const HfArguments& a) {
+  // use_orig_params: PEFT's frozen and trainable parameters share FSDP's flat parameters.
+  return {{"transformer_layer_cls_to_wrap", nlohmann::json::array({a.decoder_layer_class})},
+          {"backward_prefetch", "backward_pre"},
+          {"forward_prefetch", true},
+          {"use_orig_params", true},
+          {"limit_all_gathers", true},
+          {"activation_checkpointing", false}};
+}
+
+std::string accelerate_fsdp_config(const HfArguments& a) {
+  return "distributed_type: FSDP, fsdp_sharding_strategy: FULL_SHARD, fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP, "
+         "fsdp_transformer_layer_cls_to_wrap: " + a.decoder_layer_class +
+         ", fsdp_backward_prefetch: BACKWARD_PRE, fsdp_forward_prefetch: true, fsdp_use_orig_params: true";
 }
 
 }  // namespace lorasim::cli

@@ -24,7 +24,16 @@ struct HfArguments {
   /// quantized base (QLoRA users pick theirs); empty: not said.
   std::string optim;
   int64_t gpus = 1;  ///< data-parallel processes: per_device_train_batch_size is each one's
+  bool fsdp = false;  ///< FSDP FULL_SHARD with one decoder layer per unit (simulator/fsdp.h)
+  std::string decoder_layer_class;  ///< Transformers' decoder layer class, FSDP's unit: Qwen3DecoderLayer
 };
+
+/// Transformers' decoder layer class of a model_type: qwen3 -> Qwen3DecoderLayer.
+std::string decoder_layer_class(const std::string& model_type);
+/// TrainingArguments' fsdp_config for FULL_SHARD with PEFT, as JSON (the file --fsdp_config names).
+nlohmann::json fsdp_config_json(const HfArguments& a);
+/// The same as the fsdp_config lines of an `accelerate config` file.
+std::string accelerate_fsdp_config(const HfArguments& a);
 
 /// The BitsAndBytesConfig a quantized base assumed, as Python:
 /// `BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,

@@ -2,6 +2,7 @@
 // step, the padding, the epoch and the worst micro-batch's memory.
 #include "cli/lengths_output.h"
 
+#include "cli/data_parallel_args.h"
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hf_arguments.h"
@@ -106,8 +107,9 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
       << "gpu:       " << profile_line(p) << "\n"
       << "batch:     effective " << req.effective_batch << " sequences per optimizer step, "
       << (r.lengths.empty() ? 0 : r.lengths.front().steps_per_epoch) << " steps per epoch of " << r.rows_per_epoch
-      << (w.train.padding.mode == model::PaddingMode::packed ? " packed rows" : " sequences") << "\n"
-      << "memory:    " << human_bytes(res.memory_limit_bytes) << " limit, " << human_bytes(res.usable_memory_bytes)
+      << (w.train.padding.mode == model::PaddingMode::packed ? " packed rows" : " sequences") << "\n";
+  print_data_parallel_header(out, req, res);
+  out << "memory:    " << human_bytes(res.memory_limit_bytes) << " limit, " << human_bytes(res.usable_memory_bytes)
       << " usable (" << fixed(req.safety_margin * 100, 0) << "% margin, "
       << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n\n";
   if (o.with_splits) {
@@ -143,6 +145,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
         << " padding, worst micro-batch " << human_bytes(best.worst_reserved_bytes) << " reserved\n"
         << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
+    print_launch(out, hf_arguments(best, w, true, a.group_by_length));
     if (!bnb_config_python(w).empty()) out << "quantization_config: " << bnb_config_python(w) << "\n";
     out << "padding:     " << percent(f.padding_fraction) << " of the recommended split's tokens are padding";
     if (advice.next_best) {

@@ -16,7 +16,9 @@ model::Workload qlora_workload(model::Workload w) {
 namespace {
 
 bool worth_trying(const sim::Request& req, const sim::Result& r) {
-  return !r.recommended && !req.workload.train.quantized() && req.workload.stack.kind == model::StackKind::hf_peft;
+  // FSDP of a quantized base is not modelled (simulator/fsdp.h).
+  return !r.recommended && !req.fsdp && !req.workload.train.quantized() &&
+         req.workload.stack.kind == model::StackKind::hf_peft;
 }
 
 sim::Request qlora_request(const sim::Request& req) {

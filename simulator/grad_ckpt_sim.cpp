@@ -66,6 +66,8 @@ Result simulate_both_grad_ckpt(const Request& r) {
   out.usable_memory_bytes = off.usable_memory_bytes;
   out.data_parallel = off.data_parallel;  // the same gradients either way; the exposure is per split
   out.interconnect = off.interconnect;
+  out.fsdp = off.fsdp;
+  out.fsdp_memory = off.fsdp_memory;
   for (const auto& [ckpt, i] : interleaved(off.splits.size())) out.splits.push_back((ckpt ? on : off).splits[i]);
   out.recommended = rank(out.splits, [&](size_t i) { return out.splits[i].step_time_s; });
   out.notes = merged_notes(off, on, out.recommended && out.splits[*out.recommended].grad_ckpt);
@@ -79,6 +81,10 @@ LengthsResult simulate_lengths_both_grad_ckpt(const Request& r, const LengthsOpt
   out.rows_per_epoch = off.rows_per_epoch;
   out.result.memory_limit_bytes = off.result.memory_limit_bytes;
   out.result.usable_memory_bytes = off.result.usable_memory_bytes;
+  out.result.data_parallel = off.result.data_parallel;
+  out.result.interconnect = off.result.interconnect;
+  out.result.fsdp = off.result.fsdp;
+  out.result.fsdp_memory = off.result.fsdp_memory;
   for (const auto& [ckpt, i] : interleaved(off.result.splits.size())) {
     out.result.splits.push_back((ckpt ? on : off).result.splits[i]);
     out.lengths.push_back((ckpt ? on : off).lengths[i]);

@@ -12,6 +12,7 @@
 #include "model/lengths.h"
 #include "model/new_shapes.h"
 #include "model/training_stack.h"
+#include "simulator/lengths_dp.h"
 #include "simulator/padded_cost.h"
 #include "simulator/note_format.h"
 
@@ -121,10 +122,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   if (!r.measured.empty())
     throw InputError("measured splits replace predictions of fixed-length data only, not of data of many lengths",
                      "measured");
-  if (r.gpus != 1)
-    throw InputError("data of many lengths on several GPUs is not modelled yet: predict fixed-length rows "
-                     "(--seq-len) with --gpus, or one GPU with --lengths",
-                     "gpus");
+  if (r.gpus != 1 || r.fsdp) return simulate_lengths_data_parallel(r, o);
   const model::LengthDistribution d = r.workload.train.length_distribution();
   const model::Padding padding = r.workload.train.padding;
   model::validate_padding(padding);
@@ -224,6 +222,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     std::sort(totals.begin(), totals.end());
     const size_t q = static_cast<size_t>(std::ceil(0.99 * n)) - 1;
     f.step_time_p99_s = totals[std::min(q, totals.size() - 1)];
+    f.sampled_step_s = std::move(totals);
 
     const model::MicroBatchTokens tokens = model::expected_micro_batch(d, padding, b, o.group_by_length);
     f.padding_fraction = tokens.padding_fraction();

@@ -36,6 +36,8 @@ struct LengthFigures {
   double new_shapes_per_step = 0;        ///< micro-batches per step of a shape new to the run (its mean)
   double new_shape_time_s = 0;           ///< what they add to the mean step (new_shape_s each)
   double new_shapes_per_epoch = 0;       ///< micro-batches of the first epoch of a shape new to it
+  /// The sampled steady steps, ascending: of one GPU, whose maximum over GPUs simulator/lengths_dp.h takes.
+  std::vector<double> sampled_step_s;
 };
 
 struct LengthsResult {
@@ -58,6 +60,7 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
 /// `r.workload.train.lengths` is the data's distribution (truncated at its maximum length;
 /// empty: the one-point distribution at seq_len), `train.padding` how micro-batches are padded.
 /// Throws InputError for an invalid request or options (sampled steps < 1), as simulate().
+/// Several GPUs (`gpus` > 1, `fsdp`): simulate_lengths_data_parallel (simulator/lengths_dp.h).
 LengthsResult simulate_lengths(const Request& r, const LengthsOptions& options = {});
 
 }  // namespace lorasim::sim

@@ -45,8 +45,10 @@ void validate(const Request& r) {
                      " has no bf16 support: it trains in fp16 or fp32", "precision");
   r.workload.validate();
   model::require_attention_support(r.hardware, r.workload.stack.attn_impl);
+  if (r.fsdp && r.gpus == 1) check_fsdp(r.workload, r.gpus);
   if (r.gpus != 1) {
     data_parallel_cost(r.workload, r.gpus, model::Interconnect{}, 0);  // the GPU count's range
+    if (r.fsdp) check_fsdp(r.workload, r.gpus);
     check_divides(r.effective_batch, r.gpus);
     if (!r.measured.empty())
       throw InputError("measured splits of one GPU cannot stand in for a data-parallel prediction: drop them or "
@@ -85,20 +87,51 @@ std::string share(double fraction) {
   return buf;
 }
 
-std::string data_parallel_note(const DataParallelCost& dp, const model::Interconnect& ic,
-                               const model::HardwareModel& hw) {
+}  // namespace
+
+std::string data_parallel_note(const Result& r, const model::HardwareModel& hw) {
+  const DataParallelCost& dp = r.data_parallel;
+  const model::Interconnect& ic = r.interconnect;
   char bw[64];
   std::snprintf(bw, sizeof bw, "%g GB/s", ic.allreduce_gbps);
   const bool own = hw.interconnect && *hw.interconnect == ic;
+  const std::string over = std::string(" over ") + model::link_name(ic.link) + " at " + bw +
+                           (own ? " (the profile's [interconnect])" : " (the link's datasheet prior)");
+  if (r.fsdp)
+    return std::to_string(dp.gpus) + " GPUs, FSDP FULL_SHARD: each GPU holds " +
+           mib(r.fsdp_memory.sharded_weights_bytes) + " of sharded frozen weights, the " +
+           mib(r.fsdp_memory.root_unit_bytes) + " root unit (embeddings, head) and " +
+           std::to_string(kFsdpLayersInFlight) + " gathered layers (" + mib(r.fsdp_memory.layers_in_flight_bytes) +
+           "); every layer is all-gathered in the forward and again in the backward" + over +
+           ", overlapped with compute but for one layer per pass; a prior not validated on a GPU, off by "
+           "~30% or more (docs/data-parallel.md)";
   return std::to_string(dp.gpus) + " GPUs data parallel (DDP): the adapters' " + mib(dp.bucket_memory_bytes) +
          " of fp32 gradients are all-reduced once per step in " + std::to_string(dp.buckets) +
-         (dp.buckets == 1 ? " bucket" : " buckets") + " over " + model::link_name(ic.link) + " at " + bw +
-         (own ? " (the profile's [interconnect])" : " (the link's datasheet prior)") +
+         (dp.buckets == 1 ? " bucket" : " buckets") + over +
          ", overlapped with the last backward; memory is per GPU and holds DDP's copy of the gradients "
          "(docs/data-parallel.md)";
 }
 
-}  // namespace
+std::string fsdp_would_fit_note(const Split& s, int64_t gpus) {
+  return "no split fits with the frozen weights replicated on each of the " + std::to_string(gpus) +
+         " GPUs; with --fsdp (FULL_SHARD: the weights sharded across them) micro-batch " +
+         std::to_string(s.micro_batch) + " x accumulation " + std::to_string(s.accumulation) +
+         " fits (worst case " + mib(s.worst_reserved_bytes) + " per GPU)";
+}
+
+void add_fsdp(const FsdpMicroBatch& step, const FsdpMemory& m, int64_t steps, double tokens_per_step, Split& s) {
+  s.fsdp = true;
+  s.fsdp_comm_time_s = step.comm_s;
+  s.fsdp_exposed_s = step.exposed_s;
+  s.step_time_s += step.exposed_s;
+  s.step_time_low_s += step.exposed_s;
+  s.step_time_high_s += step.exposed_s;
+  s.run_time_s = static_cast<double>(steps) * s.step_time_s;
+  s.tokens_per_s = tokens_per_step / s.step_time_s;
+  s.peak_allocated_bytes += m.delta_bytes;
+  s.peak_reserved_bytes += m.delta_bytes;
+  s.worst_reserved_bytes += m.delta_bytes;
+}
 
 void add_data_parallel(const DataParallelCost& dp, int64_t steps, double tokens_per_step, Split& s) {
   s.gpus = dp.gpus;
@@ -132,6 +165,8 @@ Result simulate(const Request& r) {
 
   const int64_t per_gpu_batch = r.effective_batch / r.gpus;
   if (r.gpus > 1) out.interconnect = interconnect_for(r.hardware, r.link);
+  out.fsdp = r.fsdp;
+  if (r.fsdp) out.fsdp_memory = fsdp_memory(r.workload, r.gpus);
   for (int64_t b : divisors(per_gpu_batch)) {
     Split s;
     s.micro_batch = b;
@@ -160,7 +195,15 @@ Result simulate(const Request& r) {
     s.peak_allocated_bytes = m.peak_allocated_bytes;
     s.peak_reserved_bytes = m.peak_reserved_bytes;
     s.worst_reserved_bytes = m.worst_reserved_bytes;
-    if (r.gpus > 1) {
+    if (r.fsdp) {
+      // FULL_SHARD: the gradients are reduce-scattered, not all-reduced in DDP's buckets.
+      out.data_parallel = DataParallelCost{};
+      out.data_parallel.gpus = r.gpus;
+      s.gpus = r.gpus;
+      add_fsdp(fsdp_step(r.workload, r.gpus, out.interconnect, t.device_s, cost.micro_batch(b, true).device_s,
+                         s.accumulation),
+               out.fsdp_memory, r.steps, tokens_per_step, s);
+    } else if (r.gpus > 1) {
       // Every GPU runs this split; the step waits for what the last backward does not hide.
       out.data_parallel = data_parallel_cost(r.workload, r.gpus, out.interconnect,
                                              cost.micro_batch(b, s.accumulation > 1).device_s);
@@ -168,7 +211,7 @@ Result simulate(const Request& r) {
     }
     // The expected peak is the prediction; the decision uses the worst case, since running
     // out of memory costs the user far more than a slightly smaller micro-batch.
-    s.fits = m.worst_reserved_bytes <= out.usable_memory_bytes;
+    s.fits = s.worst_reserved_bytes <= out.usable_memory_bytes;
     apply_measured(r.measured, out.memory_limit_bytes - c.context_bytes, r.steps, tokens_per_step, s);
     out.splits.push_back(s);
   }
@@ -190,7 +233,7 @@ Result simulate(const Request& r) {
                         share(kMeasuredPeakRepeatability) + " (the repeatability of a measured peak) stays within " +
                         mib(out.memory_limit_bytes - c.context_bytes) +
                         " (the limit less the CUDA context: a measured peak holds what the safety margin is for)");
-  if (r.gpus > 1) out.notes.push_back(data_parallel_note(out.data_parallel, out.interconnect, r.hardware));
+  if (r.gpus > 1) out.notes.push_back(data_parallel_note(out, r.hardware));
   if (!r.hardware.calibrated)
     out.notes.push_back("profile '" + r.hardware.name +
                         "' is a datasheet prior, not a calibration: step times may be off by ~" +
@@ -234,6 +277,12 @@ Result simulate(const Request& r) {
     out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
                         " usable: gradient checkpointing, a shorter sequence length, a smaller LoRA rank "
                         "or a GPU with more memory lower what a split needs");
+  if (!out.recommended && r.gpus > 1 && !r.fsdp && !r.workload.train.quantized()) {
+    Request sharded = r;
+    sharded.fsdp = true;
+    const Result f = simulate(sharded);
+    if (f.recommended) out.notes.push_back(fsdp_would_fit_note(f.splits[*f.recommended], r.gpus));
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "model/hardware.h"
 #include "model/workload.h"
 #include "simulator/data_parallel.h"
+#include "simulator/fsdp.h"
 #include "simulator/measured_splits.h"
 
 namespace lorasim::sim {
@@ -21,6 +22,8 @@ struct Request {
   int64_t gpus = 1;
   /// The link the GPUs all-reduce over; empty: the profile's [interconnect] (simulator/data_parallel.h).
   std::optional<model::Link> link;
+  /// FSDP FULL_SHARD instead of DDP: the frozen weights sharded across the GPUs (simulator/fsdp.h).
+  bool fsdp = false;
   int64_t steps = 100;             ///< optimizer steps for the run-time column
   int64_t memory_limit_bytes = 0;  ///< 0: the device's memory
   double safety_margin = 0.05;     ///< fraction of the limit kept free for fragmentation and spikes
@@ -35,6 +38,9 @@ struct Split {
   int64_t gpus = 1;            ///< data-parallel GPUs, each running a micro-batches of b
   double allreduce_time_s = 0;     ///< the gradients' ring all-reduce per step (0 on one GPU)
   double allreduce_exposed_s = 0;  ///< the part of it the last backward does not hide, in step_time_s
+  double fsdp_comm_time_s = 0;     ///< --fsdp: the all-gathers and the reduce-scatter of a step
+  double fsdp_exposed_s = 0;       ///< --fsdp: the part of them compute does not hide, in step_time_s
+  bool fsdp = false;               ///< FSDP FULL_SHARD (Request::fsdp)
   bool grad_ckpt = false;      ///< with gradient checkpointing (the workload's; simulate_both_grad_ckpt mixes both)
   double micro_batch_time_s = 0;
   double host_time_s = 0;      ///< host dispatch per micro-batch
@@ -63,6 +69,8 @@ struct Result {
   std::vector<std::string> notes;      ///< caveats the user should see (prior profile, ...)
   DataParallelCost data_parallel;      ///< what --gpus adds (every figure 0 on one GPU)
   model::Interconnect interconnect;    ///< the link data_parallel was priced on (gpus > 1)
+  bool fsdp = false;                   ///< the request's --fsdp
+  FsdpMemory fsdp_memory;              ///< what --fsdp changes in every split's memory (all 0 without)
 };
 
 /// The largest effective batch simulate() accepts: enumerating the splits tries every b up to
@@ -76,6 +84,18 @@ std::vector<int64_t> divisors(int64_t effective_batch);
 /// Adds data parallelism's exposed all-reduce to `s`'s step times (and its run time and tokens/s
 /// over `tokens_per_step` of every GPU) and DDP's gradient buckets to its memory.
 void add_data_parallel(const DataParallelCost& dp, int64_t steps, double tokens_per_step, Split& s);
+
+/// Adds FSDP's exposed collectives `step` to `s`'s step times (its run time and tokens/s over
+/// `tokens_per_step` of every GPU) and `m.delta_bytes` to its memory.
+void add_fsdp(const FsdpMicroBatch& step, const FsdpMemory& m, int64_t steps, double tokens_per_step, Split& s);
+
+/// The note a data-parallel result carries: what was all-reduced (DDP) or sharded (FSDP), over
+/// which link, and where the link's figures came from.
+std::string data_parallel_note(const Result& r, const model::HardwareModel& hw);
+
+/// "no split fits with the frozen weights replicated ...; with --fsdp ... fits": what recommend
+/// says when FSDP's split `s` fits where no replicated one does.
+std::string fsdp_would_fit_note(const Split& s, int64_t gpus);
 
 /// Throws InputError for an invalid request (B < 1 or above kMaxEffectiveBatch, steps < 1, bf16
 /// on a GPU without it, a memory limit that leaves nothing usable, a count beyond int64, ...).
