@@ -340,7 +340,11 @@ int cmd_validate(const Args& args) {
     return validate_measurements(a.measurements, profile, fmt, memory_limit_bytes, a.margin, a.plot,
                                  lengths ? &a.lengths : nullptr,
                                  a.data_parallel.link.empty() ? std::nullopt
-                                                              : std::optional<model::Link>(model::parse_link(a.data_parallel.link)));
+                                                              : std::optional<model::Link>(model::parse_link(a.data_parallel.link)),
+                                 a.data_parallel.fsdp);
+  if (a.data_parallel.fsdp)
+    throw InputError("--fsdp: live validate trains one process (lorasim's runner); compare FSDP runs from their rows "
+                     "with --measurements FILE --fsdp");
   if (a.data_parallel.gpus > 1)
     throw InputError("--gpus " + std::to_string(a.data_parallel.gpus) +
                      ": live validate trains one process (lorasim's runner); compare data-parallel runs from their rows "

@@ -88,7 +88,7 @@ const char* predicted_from(const calib::Measurement& m, const LengthsArgs* lengt
 
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
                           int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path,
-                          const LengthsArgs* lengths, std::optional<model::Link> link) {
+                          const LengthsArgs* lengths, std::optional<model::Link> link, bool fsdp) {
   const std::vector<calib::Measurement> rows = calib::load_measurements(path);
   std::vector<std::string> order;
   std::map<std::string, std::vector<const calib::Measurement*>> groups;
@@ -116,6 +116,7 @@ int validate_measurements(const std::string& path, const hw::Profile& profile, F
     // A data-parallel row's micro_batch and accumulation are each process's (docs/measurements.md).
     req.gpus = g.front()->processes;
     req.link = link;
+    req.fsdp = fsdp && req.gpus > 1;  // --fsdp says how the rows of several processes ran
     req.effective_batch = g.front()->micro_batch * g.front()->accumulation * req.gpus;
     req.memory_limit_bytes = memory_limit_bytes;
     req.safety_margin = safety_margin;

@@ -27,11 +27,12 @@ std::string time_range_line(const calib::ComparisonSummary& s);
 /// Rows with padded_lengths are predicted from their own widths (sim::simulate_measured_widths);
 /// the others from `lengths` where given (sim::simulate_lengths), else from their seq_len. Where
 /// Rows of several processes (`processes`, data-parallel) are predicted on that many GPUs over
-/// `link` (empty: the profile's [interconnect]). Where
+/// `link` (empty: the profile's [interconnect]), under FSDP FULL_SHARD where `fsdp`. Where
 /// any row is predicted from lengths, each split says which (predicted_from: seq_len,
 /// lengths_file, padded_lengths) in every format.
 int validate_measurements(const std::string& path, const hw::Profile& profile, Format format,
                           int64_t memory_limit_bytes, double safety_margin, const std::string& plot_path,
-                          const LengthsArgs* lengths = nullptr, std::optional<model::Link> link = std::nullopt);
+                          const LengthsArgs* lengths = nullptr, std::optional<model::Link> link = std::nullopt,
+                          bool fsdp = false);
 
 }  // namespace lorasim::cli

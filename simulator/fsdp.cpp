@@ -84,9 +84,10 @@ FsdpMicroBatch fsdp_micro_batch(const model::Workload& w, int64_t gpus, const mo
 FsdpMicroBatch fsdp_step(const model::Workload& w, int64_t gpus, const model::Interconnect& link,
                          double first_device_s, double accumulating_device_s, int64_t accumulation) {
   FsdpMicroBatch step;
-  for (int64_t k = 0; k < std::min<int64_t>(accumulation, 3); ++k) {
+  const int64_t distinct = std::min<int64_t>(accumulation, 3);
+  for (int64_t k = 0; k < distinct; ++k) {
     // The first, the middle ones (alike: counted once and scaled) and the last.
-    const bool last = k == accumulation - 1;
+    const bool last = k == distinct - 1;
     const double device_s = k == 0 ? first_device_s : accumulating_device_s;
     const double times = k == 1 && !last ? static_cast<double>(accumulation - 2) : 1;
     const FsdpMicroBatch m = fsdp_micro_batch(w, gpus, link, device_s, last);

@@ -73,12 +73,50 @@ TEST(DataParallelCliTest, BadGpuCountsAndLinksAreOneLine) {
                {"--gpus: the number of GPUs must be in [1, 64]"});
   expect_error(with(kSimulate, {"--gpus", "2", "--link", "ethernet"}), kUsage,
                {"--link: unknown link 'ethernet': expected nvlink or pcie"});
-  TempDir dir;
-  write_file(dir / "lengths.csv", "length,count\n100,3\n400,1\n");
-  expect_error(with(kSimulate, {"--gpus", "2", "--lengths", (dir / "lengths.csv").string()}), kUsage,
-               {"--gpus: data of many lengths on several GPUs is not modelled yet"});
+  expect_error(with(kSimulate, {"--fsdp"}), kUsage, {"error: --fsdp shards the frozen weights across GPUs: give --gpus 2 or more"});
+  expect_error(with(kSimulate, {"--fsdp", "--gpus", "2", "--quant", "nf4", "--grad-ckpt"}), kUsage,
+               {"--fsdp: FSDP of a quantized base", "is not modelled yet"});
   expect_error({"validate", "--gpu", "h200", "--model", "tiny", "--gpus", "2"}, kUsage,
                {"--gpus 2: live validate trains one process"});
+}
+
+TEST(DataParallelCliTest, LengthsOnTwoGpusPredictTheSlowestAndOneGpuIsUnchanged) {
+  TempDir dir;
+  write_file(dir / "lengths.csv", "length,count\n100,3\n400,1\n");
+  const std::vector<std::string> base = with(kSimulate, {"--lengths", (dir / "lengths.csv").string()});
+  for (const std::string command : {"simulate", "recommend"}) {
+    std::vector<std::string> b = base;
+    b[0] = command;
+    for (const std::string format : {"json", "table", "csv"})
+      EXPECT_EQ(ok(with(b, {"--gpus", "1", "--format", format})), ok(with(b, {"--format", format}))) << command << format;
+  }
+  const json j = ok_json(with(base, {"--gpus", "2", "--format", "json"}));
+  EXPECT_EQ(j["gpus"], 2);
+  for (const json& s : j["splits"]) EXPECT_EQ(s["micro_batch"].get<int64_t>() * s["accumulation"].get<int64_t>(), 8) << s;
+  std::vector<std::string> rec = with(base, {"--gpus", "2"});
+  rec[0] = "recommend";
+  const std::string table = ok(rec);
+  EXPECT_NE(table.find("gpus:      2 data-parallel (DDP)"), std::string::npos) << table;
+  EXPECT_NE(table.find("\nlaunch: torchrun --nproc_per_node 2"), std::string::npos) << table;
+  EXPECT_NE(table.find("the step waits for the slowest"), std::string::npos) << table;
+}
+
+TEST(DataParallelCliTest, FsdpPrintsItsTrainingArgumentsAndAccelerateConfig) {
+  std::vector<std::string> rec = with(kSimulate, {"--gpus", "2", "--fsdp"});
+  rec[0] = "recommend";
+  const std::string table = ok(rec);
+  EXPECT_NE(table.find("gpus:      2 FSDP FULL_SHARD, 8 sequences per GPU per step"), std::string::npos) << table;
+  EXPECT_NE(table.find("--fsdp \"full_shard auto_wrap\" --fsdp_config fsdp_config.json"), std::string::npos) << table;
+  EXPECT_EQ(table.find("--ddp_find_unused_parameters"), std::string::npos) << table;
+  EXPECT_NE(table.find("\"transformer_layer_cls_to_wrap\":[\"Qwen3DecoderLayer\"]"), std::string::npos) << table;
+  EXPECT_NE(table.find("\"use_orig_params\":true"), std::string::npos) << table;
+  EXPECT_NE(table.find("accelerate config: distributed_type: FSDP, fsdp_sharding_strategy: FULL_SHARD"), std::string::npos);
+  const json j = ok_json(with(kSimulate, {"--gpus", "2", "--fsdp", "--format", "json"}));
+  EXPECT_EQ(j["data_parallel"]["fsdp"]["sharded_weights_bytes"], 1720574976);
+  EXPECT_EQ(j["data_parallel"]["fsdp"]["memory_delta_bytes"], -1031376896);
+  EXPECT_EQ(j["recommended"]["training_arguments"]["fsdp"], "full_shard auto_wrap");
+  EXPECT_EQ(j["recommended"]["training_arguments"]["fsdp_config"]["use_orig_params"], true);
+  for (const json& s : j["splits"]) EXPECT_GT(s["fsdp_exposed_s"].get<double>(), 0) << s;
 }
 
 // The callback's row of a two-process run: micro_batch and accumulation are each process's.
@@ -101,6 +139,28 @@ TEST(DataParallelCliTest, ValidatePredictsRowsOfTwoProcessesOnTwoGpus) {
                {"--gpus 4: the run", "ran on 2 processes"});
   EXPECT_EQ(ok({"validate", "--measurements", (dir / "ddp.csv").string(), "--gpu", "h200", "--gpus", "2", "--format", "json"}),
             ok({"validate", "--measurements", (dir / "ddp.csv").string(), "--gpu", "h200", "--format", "json"}));
+}
+
+// Rows of two processes predicted under --fsdp, and from a lengths file: simulate's figures for
+// the same flags on two GPUs.
+TEST(DataParallelCliTest, ValidatePredictsTwoProcessRowsUnderFsdpAndFromLengths) {
+  TempDir dir;
+  write_file(dir / "ddp.csv", "model,seq_len,micro_batch,accumulation,step_time_s,processes\ntiny,64,4,2,0.5,2\n");
+  write_file(dir / "lengths.csv", "length,count\n16,3\n64,1\n");
+  const std::string rows = (dir / "ddp.csv").string(), lengths = (dir / "lengths.csv").string();
+  const std::vector<std::string> sim = {"simulate", "--gpu", "h200", "--model", "tiny", "--seq-len", "64", "--stack",
+                                        "lorasim", "--gpus", "2", "--effective-batch", "16", "--format", "json"};
+  const json v = ok_json({"validate", "--measurements", rows, "--gpu", "h200", "--fsdp", "--format", "json"});
+  const json s = ok_json(with(sim, {"--fsdp"}));
+  EXPECT_EQ(v["groups"][0]["splits"][0]["predicted_step_time_s"], s["splits"][2]["step_time_s"]);  // 4x2
+  const json vl = ok_json({"validate", "--measurements", rows, "--gpu", "h200", "--lengths", lengths, "--max-length", "64",
+                           "--format", "json"});
+  std::vector<std::string> lsim = sim;
+  lsim.erase(lsim.begin() + 5, lsim.begin() + 7);  // --seq-len 64: the file gives the lengths
+  const json sl = ok_json(with(lsim, {"--lengths", lengths, "--max-length", "64"}));
+  EXPECT_EQ(vl["groups"][0]["splits"][0]["predicted_step_time_s"], sl["splits"][2]["step_time_s"]);
+  EXPECT_NE(vl["groups"][0]["splits"][0]["predicted_step_time_s"], v["groups"][0]["splits"][0]["predicted_step_time_s"]);
+  expect_error({"validate", "--gpu", "h200", "--model", "tiny", "--fsdp"}, kUsage, {"--fsdp: live validate trains one process"});
 }
 
 }  // namespace

@@ -182,11 +182,23 @@ TEST(DataParallelTest, AnEffectiveBatchThatDoesNotDivideNamesTheGpuCountsThatDo)
   }
 }
 
-TEST(DataParallelTest, MeasuredSplitsAndManyLengthsAreRefusedOnSeveralGpus) {
+TEST(DataParallelTest, MeasuredSplitsAreRefusedOnSeveralGpus) {
   sim::Request r = request(16, 2);
   r.measured.push_back({8, 1, false, 0.5, std::nullopt, std::nullopt});
   EXPECT_NE(error_of(r).find("measured splits of one GPU cannot stand in"), std::string::npos) << error_of(r);
+}
+
+// One length on two GPUs: every GPU's step is the same, so the slowest is any one, and the
+// lengths simulation gives simulate()'s data-parallel step (less nothing: one shape, no new ones).
+TEST(DataParallelTest, OneLengthOnTwoGpusIsTheFixedLengthPrediction) {
   sim::Request l = request(16, 2);
   l.workload.train.lengths = model::LengthDistribution::fixed(512);
-  EXPECT_THROW(sim::simulate_lengths(l, sim::LengthsOptions{}), InputError);
+  const sim::LengthsResult many = sim::simulate_lengths(l, sim::LengthsOptions{});
+  const sim::Result fixed = sim::simulate(request(16, 2));
+  ASSERT_EQ(many.result.splits.size(), fixed.splits.size());
+  for (size_t i = 0; i < fixed.splits.size(); ++i) {
+    EXPECT_NEAR(many.result.splits[i].step_time_s, fixed.splits[i].step_time_s, 1e-9 * fixed.splits[i].step_time_s) << i;
+    EXPECT_EQ(many.result.splits[i].worst_reserved_bytes, fixed.splits[i].worst_reserved_bytes) << i;
+    EXPECT_EQ(many.result.splits[i].gpus, 2);
+  }
 }
