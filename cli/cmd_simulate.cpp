@@ -320,7 +320,9 @@ int cmd_simulate(const Args& args) {
                "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --plot splits.svg\n"
                "  lorasim simulate --gpu l4 --model qwen3-1.7b --effective-batch 16 --grad-ckpt auto --trainer sft\n"
                "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 16 --grad-ckpt \\\n"
-               "                   --lengths lengths.csv --padding longest --max-length 1024",
+               "                   --lengths lengths.csv --padding longest --max-length 1024\n"
+               "  lorasim simulate --gpu h200 --model qwen3-1.7b --effective-batch 32 --gpus 2 --lengths lengths.csv\n"
+               "  lorasim simulate --gpu l4 --model qwen3-8b --effective-batch 8 --seq-len 256 --gpus 4 --fsdp",
                true, "false", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, true);
@@ -348,7 +350,9 @@ int cmd_recommend(const Args& args) {
                "  lorasim recommend --gpu l4 --model qwen3-1.7b --effective-batch 32 --lengths lengths.csv "
                "--max-length 2048\n"
                "  lorasim recommend --gpu h200 --model qwen3-1.7b --effective-batch 16 --memory-limit 15GiB "
-               "--measured runs.jsonl",
+               "--measured runs.jsonl\n"
+               "  lorasim recommend --gpu h200 --model qwen3-1.7b --effective-batch 16 --gpus 2 --lengths lengths.csv\n"
+               "  lorasim recommend --gpu l4 --model qwen3-8b --effective-batch 8 --seq-len 256 --gpus 4 --fsdp",
                false, "auto", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, false);

@@ -90,7 +90,9 @@ void print_help(const OptionTable& t) {
                "  lorasim validate --profile cpu.toml --device cpu --model tiny --effective-batch 8 --seq-len 64 --format json\n"
                "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml\n"
                "  lorasim validate --measurements hf-runs.csv --profile a100-hf.toml --plot validate.svg\n"
-               "  lorasim validate --measurements sft-runs.jsonl --gpu h200 --lengths lengths.csv --padding longest\n\n"
+               "  lorasim validate --measurements sft-runs.jsonl --gpu h200 --lengths lengths.csv --padding longest\n"
+               "  lorasim validate --measurements torchrun-rows.csv --gpu h200 --lengths lengths.csv   # rows of 2 processes\n"
+               "  lorasim validate --measurements fsdp-rows.csv --gpu h200 --fsdp\n\n"
                "A row with padded_lengths (each timed micro-batch's padded width) is predicted from those\n"
                "widths; --lengths predicts the rows without one from the data's lengths (docs/lengths.md).\n\n"
             << t.description() << "\n";
