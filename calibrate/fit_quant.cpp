@@ -73,11 +73,23 @@ void fit_quant(const std::vector<Row>& rows, model::StackModel& view, std::vecto
       A(i, 1) = p.device_x / p.at0.y;
       b(i) = (p.at0.y - p.at0.host - p.at0.device) / p.at0.y;
     }
-    if (pts.size() >= kMinQuantRows) {
+    // The calls and the stored bytes both follow the depth: on rows of one architecture the two
+    // columns are proportional and the rows cannot split the sum between them (the anchored fits'
+    // conditioning test, columns at unit norm).
+    Eigen::MatrixXd unit = A;
+    for (Eigen::Index k = 0; k < unit.cols(); ++k)
+      if (unit.col(k).norm() > 0) unit.col(k) /= unit.col(k).norm();
+    const Eigen::VectorXd sv = Eigen::JacobiSVD<Eigen::MatrixXd>(unit).singularValues();
+    if (pts.size() >= kMinQuantRows && sv(sv.size() - 1) >= kMinConditioning * sv(0)) {
       const Eigen::VectorXd t = nnls(A, b);
       th = t(0);
       td = t(1);
       host_rows = device_rows = static_cast<int>(pts.size());
+    } else if (pts.size() >= kMinQuantRows) {
+      notes.push_back("host_per_quant_call_s and dequant_s_per_weight_byte kept: host and device time add on this "
+                      "device, and the rows' quantized calls and bytes are proportional (one architecture), so the "
+                      "rows cannot tell the two apart");
+      return;
     }
   } else {
     // max(H, D) + coupling min(H, D): rows go to the side that sets their time at the current

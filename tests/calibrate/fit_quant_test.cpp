@@ -4,6 +4,7 @@
 // stack's other terms to the float rows, and keep a term too small to show.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,49 @@ TEST(FitQuantTest, FloatRowsOnlyLeaveTheTermsAtTheirPriors) {
   const FitReport rep = fit_profile(plain, base(), FitMode::automatic);
   EXPECT_EQ(hf(rep, "dequant_s_per_weight_byte"), 1.7e-12);
   EXPECT_EQ(hf(rep, "host_per_quant_call_s"), 0.0);
+}
+
+}  // namespace lorasim::calib
+
+namespace lorasim::calib {
+
+TEST(FitQuantTest, ASynchronousDeviceCannotSplitTheTermsOfOneArchitecture) {
+  // Host and device add (`--overlap sum`): each quantized row shows host_x calls + device_x bytes
+  // at once, and on one architecture both follow the depth alone, so no fit of them is unique.
+  // The float fit of a synchronous device has one device scale for blocks and head alike, so the
+  // truth has one too.
+  model::HardwareModel t = truth(), b = base();
+  t.overlap = b.overlap = model::Overlap::sum;
+  t.value("head_device_scale", kHf) = t.value("device_scale", kHf);
+  const FitReport rep = fit_profile(plan_rows(t), b, FitMode::automatic);
+  EXPECT_EQ(hf(rep, "dequant_s_per_weight_byte"), 1.7e-12);
+  EXPECT_EQ(hf(rep, "host_per_quant_call_s"), 0.0);
+  int said = 0;
+  for (const std::string& n : rep.shape_notes) said += n.find("cannot tell the two apart") != std::string::npos;
+  EXPECT_EQ(said, 1);
+}
+
+TEST(FitQuantTest, ASynchronousDeviceSplitsThemOnTwoArchitectures) {
+  // A narrower model's projections are smaller per call: its rows tell calls from bytes.
+  model::HardwareModel t = truth(), b = base();
+  t.overlap = b.overlap = model::Overlap::sum;
+  t.value("head_device_scale", kHf) = t.value("device_scale", kHf);
+  std::vector<Measurement> rows = plan_rows(t);
+  const size_t n = rows.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (!rows[i].workload.train.quantized()) continue;
+    Measurement m = rows[i];
+    m.workload.arch = model::truncated(model::preset("qwen2.5-0.5b"), std::min<int64_t>(m.workload.arch.num_layers, 24));
+    const model::CostModel cm(m.workload, t);
+    m.micro_batch_time_s = cm.micro_batch(m.micro_batch).total_s;
+    m.optimizer_time_s = cm.optimizer().host_s;
+    m.step_time_s = cm.step_time_s(m.micro_batch, m.accumulation);
+    rows.push_back(m);
+  }
+  const FitReport rep = fit_profile(rows, b, FitMode::automatic);
+  // Within the float fit's own error on a synchronous device (its host line is 0.01% off).
+  EXPECT_NEAR(hf(rep, "dequant_s_per_weight_byte"), kDequantS, 0.02 * kDequantS);
+  EXPECT_NEAR(hf(rep, "host_per_quant_call_s"), kHostPerCallS, 0.02 * kHostPerCallS);
 }
 
 }  // namespace lorasim::calib
