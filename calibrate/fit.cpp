@@ -177,14 +177,23 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
   FitReport rep;
   rep.stack = stack;
   if (!model::training_stack(stack).calibrates_device()) {
-    // The rows refine the stack's own rows; the device's stay the base's.
-    rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !detail::identifies_stack(rows));
-    bool fused_apart = false;
-    if (rep.anchored)
-      detail::fit_anchored(rows, view, rep.scales);
-    else
-      fused_apart = detail::fit_stack_full(rows, view);
-    detail::fit_shapes(rows, view, fused_apart, rep.shape_notes);
+    // The rows refine the stack's own rows; the device's stay the base's. A quantized base's
+    // rows fit only its own terms, after the float rows fitted the rest: their time mixes both.
+    std::vector<detail::Row> plain, quant;
+    for (const detail::Row& r : rows) (detail::quantized(r) ? quant : plain).push_back(r);
+    if (plain.size() >= detail::kMinRows) {
+      rep.anchored = mode == FitMode::anchored || (mode == FitMode::automatic && !detail::identifies_stack(plain));
+      bool fused_apart = false;
+      if (rep.anchored)
+        detail::fit_anchored(plain, view, rep.scales);
+      else
+        fused_apart = detail::fit_stack_full(plain, view);
+      detail::fit_shapes(plain, view, fused_apart, rep.shape_notes);
+    } else if (!quant.empty()) {
+      rep.shape_notes.push_back("the stack's other terms kept from the base: " + std::to_string(plain.size()) +
+                                " rows of a float base (" + std::to_string(detail::kMinRows) + " needed to fit them)");
+    }
+    detail::fit_quant(quant, view, rep.shape_notes);
   } else if ((rep.anchored = mode == FitMode::anchored ||
                              (mode == FitMode::automatic && !identifies_full_model(usable)))) {
     detail::fit_anchored(rows, view, rep.scales);

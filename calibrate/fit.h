@@ -51,8 +51,8 @@ struct FitReport {
   bool anchored = false;                   ///< anchored on the base (FitMode) rather than refitted
   std::vector<GroupScale> scales;          ///< anchored: every group, identified or not
   std::vector<MovedCoefficient> moved;     ///< every coefficient that differs from the base's
-  /// The terms of data of many lengths and of the fused head, each fitted by its own step:
-  /// one line per term fitted or kept (calibrate/fit_shapes.cpp).
+  /// The terms of data of many lengths, of the fused head and of a quantized base, each fitted
+  /// by its own step: one line per term fitted or kept (calibrate/fit_shapes.cpp, fit_quant.cpp).
   std::vector<std::string> shape_notes;
 };
 

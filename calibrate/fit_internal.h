@@ -156,4 +156,15 @@ VariedMemory varied_memory(const Row& r, const model::StackModel& view);
 /// the varying shares and bounds of each allocator mode; one note per fitted term.
 void fit_shapes(const std::vector<Row>& rows, model::StackModel& view, bool fused_head, std::vector<std::string>& notes);
 
+// ---- a quantized base (fit_quant.cpp) ----
+/// A quantized-base term moves only with at least this many rows on its side (host- or
+/// device-bound): one row would be fitted exactly, whatever its noise.
+inline constexpr size_t kMinQuantRows = 2;
+/// Whether the row's frozen base was quantized (its `quant` column).
+bool quantized(const Row& r);
+/// Fits (where the stack owns them and the rows identify them) host_per_quant_call_s from the
+/// host-bound quantized rows and dequant_s_per_weight_byte from the device-bound ones, the view's
+/// other terms held; one note per term.
+void fit_quant(const std::vector<Row>& rows, model::StackModel& view, std::vector<std::string>& notes);
+
 }  // namespace lorasim::calib::detail

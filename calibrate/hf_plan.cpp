@@ -39,6 +39,7 @@ struct PlanBuilder {
 
   static model::Workload without_fused_head(model::Workload w) {
     w.stack.fused_lm_head = false;
+    w.train.weight_format.reset();  // the float base: quantized runs are add_quantized's
     return w;
   }
 
@@ -121,6 +122,30 @@ void add_fused(PlanBuilder& p, const model::Architecture& arch, int64_t depth,
   for (auto [seq, b] : shapes) p.add(arch, depth, seq, b).planned.workload.stack.fused_lm_head = true;
 }
 
+// Runs on the reference's quantized base, as the probe trains it (bitsandbytes, then PEFT's
+// prepare_model_for_kbit_training: checkpointing on, fp32 adapters): host-bound single sequences
+// give the quantized projections' host cost per call, device-bound shapes their dequantization
+// (a share of the device time that shrinks with the tokens: 2048 tokens show it on a small GPU).
+void add_quantized(PlanBuilder& p, const model::Architecture& arch, int64_t deep, int64_t deeper) {
+  const model::TrainingSpec& user = p.opt.reference.train;
+  auto add = [&](int64_t depth, int64_t seq, int64_t b) {
+    model::Workload& w = p.add(arch, depth, seq, b).planned.workload;
+    w.train.weight_format = user.weight_format;
+    w.train.double_quant = user.double_quant;
+    w.train.kbit_prepare = true;
+    w.train.adapters_in_compute_precision = false;
+    w.train.grad_ckpt = true;
+  };
+  add(deep, 512, 1);
+  add(deep, 2048, 1);
+  add(deep, 2048, 4);
+  add(deep, 512, 16);
+  if (arch.num_layers > deeper) {
+    add(arch.num_layers, 512, 1);
+    add(arch.num_layers, 2048, 4);
+  }
+}
+
 }  // namespace
 
 std::string HfPlanLengths::padding(int64_t max_length) const {
@@ -151,6 +176,9 @@ std::string HfPlannedRun::label() const {
   if (st.lora_dropout > 0) s += " dropout=" + dropout_text(st.lora_dropout);
   if (!st.autocast) s += " no-autocast";
   if (st.fused_lm_head) s += " fused-head";
+  if (w.train.quantized())
+    s += std::string(" ") + model::weight_format_name(w.train.weight_storage()) +
+         (w.train.weight_storage() != model::WeightFormat::int8 && !w.train.double_quant ? " no-double-quant" : "");
   if (varied_lengths)
     s += " lengths=lognormal:" + lengths.padding(w.train.seq_len) + " steps=" + std::to_string(steps);
   s += std::string(" ") + model::allocator_name(st.allocator);
@@ -166,6 +194,10 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
   other_alloc.allocator = user.allocator == model::AllocatorMode::expandable ? model::AllocatorMode::default_segments
                                                                               : model::AllocatorMode::expandable;
   if (!opt.is_cuda) {
+    if (opt.reference.train.quantized())
+      throw InputError(std::string("--quant ") + model::weight_format_name(opt.reference.train.weight_storage()) +
+                           ": bitsandbytes quantizes on CUDA only; calibrate a quantized base with --device cuda",
+                       "quant");
     // The CPU: a real calibration of tiny sizes. No allocator modes or autocast to separate.
     for (int64_t depth : {1, 2})
       for (int64_t b : {1, 4}) p.add(ref, depth, 32, b);
@@ -221,6 +253,7 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
   add_varied(p, ref, deeper, 1024, {2, 8});
   // TRL's fused LM head at a few layers, where the head weighs most: device-bound shapes.
   add_fused(p, ref, deep, {{2048, 4}, {512, 16}});
+  if (opt.reference.train.quantized()) add_quantized(p, ref, deep, deeper);
   // The other allocator mode, in a process of its own: its reserved memory.
   for (auto [seq, b, ckpt] : {std::tuple<int64_t, int64_t, bool>{512, 4, false}, {512, 16, false}, {2048, 4, false},
                               {512, 16, true}}) {
@@ -263,14 +296,14 @@ std::string hf_config_json(const model::Architecture& a) {
 }
 
 std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::string& device,
-                         model::AllocatorMode allocator, int warmup_steps, int measure_steps) {
+                         model::AllocatorMode allocator, int warmup_steps, int measure_steps, bool quantized) {
   json plan;
   plan["device"] = device;
   plan["allocator"] = model::allocator_name(allocator);
   plan["runs"] = json::array();
   for (const HfPlannedRun& r : runs) {
     const model::Workload& w = r.planned.workload;
-    if (w.stack.allocator != allocator) continue;
+    if (w.stack.allocator != allocator || w.train.quantized() != quantized) continue;
     json run;
     run["model"] = w.arch.name;
     run["num_layers"] = w.arch.num_layers;

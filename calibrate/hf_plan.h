@@ -4,7 +4,8 @@
 // (varying depth and targets), the device work its graph adds (varying the micro-batch and
 // the length), and its memory with and without checkpointing, dropout, autocast and either
 // allocator mode, then runs on data of many lengths (new shapes' time, the allocator's hold under
-// varying shapes) and runs through TRL's fused LM head (its time per token). The plan is plain data: it is written as JSON for the probe, and the probe
+// varying shapes), runs through TRL's fused LM head (its time per token), and for a quantized
+// reference runs on that base (its dequantization and host dispatch). The plan is plain data: it is written as JSON for the probe, and the probe
 // streams one measurement row per run back (docs/measurements.md).
 #pragma once
 #include <cstdint>
@@ -20,7 +21,9 @@ namespace lorasim::calib {
 
 struct HfPlanOptions {
   bool is_cuda = true;                ///< the probe runs on a GPU (else the CPU: tiny sizes)
-  model::Workload reference;          ///< full-depth reference; its stack options are the user's
+  /// Full-depth reference; its stack options are the user's. A quantized base (its weight_format,
+  /// double_quant) adds the quantized runs; every other run trains the float base.
+  model::Workload reference;
   std::string narrow_model = "auto";  ///< a second, narrower preset; "auto": qwen2.5-0.5b on CUDA
   int warmup_steps = 1;               ///< optimizer steps run before timing
   int measure_steps = 3;              ///< timed optimizer steps per run
@@ -81,10 +84,11 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt);
 /// the probe builds the model from it.
 std::string hf_config_json(const model::Architecture& arch);
 
-/// The probe's plan file for the runs of one allocator mode: {"device", "allocator", "runs": [...]};
+/// The probe's plan file for the runs of one allocator mode and either the float or the quantized
+/// base (one probe process each: the probe's --quant is per process): {"device", "allocator", "runs": [...]};
 /// a run on the plan's lengths carries "lengths" ([[length, count], ...]), "padding" and
 /// "lengths_seed", and every run "fused_lm_head".
 std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::string& device,
-                         model::AllocatorMode allocator, int warmup_steps, int measure_steps);
+                         model::AllocatorMode allocator, int warmup_steps, int measure_steps, bool quantized = false);
 
 }  // namespace lorasim::calib

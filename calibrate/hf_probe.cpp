@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,16 +41,42 @@ std::string skipped_run(const std::string& line) {
   return j["skipped"].get<std::string>() + (j.contains("why") && j["why"].is_string() ? ": " + j["why"].get<std::string>() : "");
 }
 
-std::vector<Measurement> run_one_process(const std::string& plan_path, size_t planned, const ProbeOptions& opt,
-                                         size_t done_before, size_t total, const ProbeRowCallback& on_row,
-                                         std::vector<std::string>& skipped) {
-  std::string env;
+std::string python_env() {
   if (const std::string pp = probe_python_path(); !pp.empty()) {
     const char* old = std::getenv("PYTHONPATH");
-    env = "PYTHONPATH=" + shell_quote(pp + (old && *old ? std::string(":") + old : std::string())) + " ";
+    return "PYTHONPATH=" + shell_quote(pp + (old && *old ? std::string(":") + old : std::string())) + " ";
   }
-  const std::string cmd = env + "PYTHONUNBUFFERED=1 " + shell_quote(opt.python) +
-                          " -m lorasim_hf.probe --plan " + shell_quote(plan_path);
+  return "";
+}
+
+// The probe's flags for a quantized base ("" for a float one): the probe reloads every model of
+// its plan through bitsandbytes (python/lorasim_hf/probe_quant.py).
+std::string quant_flags(const model::TrainingSpec* quant) {
+  if (!quant) return "";
+  return std::string(" --quant ") + model::weight_format_name(quant->weight_storage()) + " --double-quant " +
+         (quant->double_quant ? "true" : "false");
+}
+
+// Before any run: a quantized plan needs bitsandbytes in the probe's Python, and an hour of float
+// runs should not come before the error.
+void check_bitsandbytes(const ProbeOptions& opt, const model::TrainingSpec& quant) {
+  const std::string cmd = shell_quote(opt.python) + " -c 'import bitsandbytes' >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  if (status == -1 || !WIFEXITED(status)) throw CalibrationError("cannot start '" + opt.python + "' to look for bitsandbytes", "python");
+  const int code = WEXITSTATUS(status);
+  if (code == 127) throw CalibrationError("python interpreter '" + opt.python + "' not found: give the path of a Python with torch, transformers and peft", "python");
+  if (code != 0)
+    throw CalibrationError(std::string("--quant ") + model::weight_format_name(quant.weight_storage()) +
+                               " needs the python package bitsandbytes in '" + opt.python +
+                               "': pip install bitsandbytes there (or calibrate without --quant)",
+                           "python");
+}
+
+std::vector<Measurement> run_one_process(const std::string& plan_path, size_t planned, const ProbeOptions& opt,
+                                         const model::TrainingSpec* quant, size_t done_before, size_t total,
+                                         const ProbeRowCallback& on_row, std::vector<std::string>& skipped) {
+  const std::string cmd = python_env() + "PYTHONUNBUFFERED=1 " + shell_quote(opt.python) +
+                          " -m lorasim_hf.probe --plan " + shell_quote(plan_path) + quant_flags(quant);
   FILE* out = ::popen(cmd.c_str(), "r");
   if (!out) throw CalibrationError("cannot start the probe (" + opt.python + "): check the Python interpreter", "python");
   std::vector<Measurement> rows;
@@ -112,21 +139,28 @@ std::vector<Measurement> run_probe(const std::vector<HfPlannedRun>& plan, const 
   if (!is_dir(opt.work_dir)) throw CalibrationError("probe work directory '" + opt.work_dir + "' does not exist");
   std::vector<Measurement> all;
   std::vector<std::string> skipped;
+  const auto q = std::find_if(plan.begin(), plan.end(), [](const HfPlannedRun& r) { return r.planned.workload.train.quantized(); });
+  const model::TrainingSpec* quant = q == plan.end() ? nullptr : &q->planned.workload.train;
+  if (quant) check_bitsandbytes(opt, *quant);
   for (model::AllocatorMode mode : {model::AllocatorMode::expandable, model::AllocatorMode::default_segments}) {
-    size_t planned = 0;
-    for (const HfPlannedRun& r : plan) planned += r.planned.workload.stack.allocator == mode;
-    if (planned == 0) continue;
-    const std::string path = opt.work_dir + "/plan-" + model::allocator_name(mode) + ".json";
-    {
-      std::ofstream f(path);
-      f << hf_plan_json(plan, opt.device, mode, opt.warmup_steps, opt.measure_steps);
-      if (!f) throw CalibrationError("cannot write the probe's plan to '" + path + "'");
+    for (bool quantized : {false, true}) {
+      size_t planned = 0;
+      for (const HfPlannedRun& r : plan)
+        planned += r.planned.workload.stack.allocator == mode && r.planned.workload.train.quantized() == quantized;
+      if (planned == 0) continue;
+      const std::string path =
+          opt.work_dir + "/plan-" + model::allocator_name(mode) + (quantized ? "-quant" : "") + ".json";
+      {
+        std::ofstream f(path);
+        f << hf_plan_json(plan, opt.device, mode, opt.warmup_steps, opt.measure_steps, quantized);
+        if (!f) throw CalibrationError("cannot write the probe's plan to '" + path + "'");
+      }
+      std::vector<std::string> mode_skipped;
+      std::vector<Measurement> rows = run_one_process(path, planned, opt, quantized ? quant : nullptr,
+                                                      all.size() + skipped.size(), plan.size(), on_row, mode_skipped);
+      all.insert(all.end(), rows.begin(), rows.end());
+      skipped.insert(skipped.end(), mode_skipped.begin(), mode_skipped.end());
     }
-    std::vector<std::string> mode_skipped;
-    std::vector<Measurement> rows = run_one_process(path, planned, opt, all.size() + skipped.size(), plan.size(), on_row,
-                                                    mode_skipped);
-    all.insert(all.end(), rows.begin(), rows.end());
-    skipped.insert(skipped.end(), mode_skipped.begin(), mode_skipped.end());
   }
   if (skipped_runs) *skipped_runs = skipped;
   return all;

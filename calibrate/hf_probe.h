@@ -22,7 +22,9 @@ struct ProbeOptions {
 /// Called with each row as it arrives (runs done so far, runs planned).
 using ProbeRowCallback = std::function<void(const Measurement& row, size_t done, size_t total)>;
 
-/// Runs `plan`, one probe process per allocator mode, and returns the rows in arrival order.
+/// Runs `plan`, one probe process per allocator mode and base (float, or quantized: `--quant`
+/// and `--double-quant` from its runs), and returns the rows in arrival order. A plan with
+/// quantized runs first checks that the Python has bitsandbytes (one line saying what to install).
 /// Throws CalibrationError when the interpreter or a package is missing (the probe's own
 /// one-line message), when the probe fails, or when it returns fewer rows than planned. Runs the
 /// probe skipped (TRL's fused head without trl) count as returned and go to `skipped_runs`

@@ -60,7 +60,7 @@ bool calibrates_hf_stack(const Args& args) {
 }
 
 int cmd_calibrate_hf(const Args& args) {
-  std::string out, save, device = "cuda", model, python, precision = "bf16";
+  std::string out, save, device = "cuda", model, python, precision = "bf16", quant = "none", double_quant = "true";
   const calib::HfPlanOptions defaults;
   int64_t steps = defaults.measure_steps, warmup = defaults.warmup_steps;
   bool dry_run = false;
@@ -80,6 +80,11 @@ int cmd_calibrate_hf(const Args& args) {
       .text("precision", precision, "weights precision on CUDA: bf16 or fp16 (the CPU runs fp32)")
       .integer("steps", steps, 1, "timed optimizer steps per run (median)")
       .integer("warmup", warmup, 0, "optimizer steps before timing")
+      .choice("quant", quant, {"none", "nf4", "fp4", "int8"},
+              "also calibrate a base stored by bitsandbytes (QLoRA): runs reloaded 4-bit or 8-bit and prepared by "
+              "PEFT fit its dequantization and host cost per quantized projection; needs CUDA and bitsandbytes")
+      .choice("double-quant", double_quant, {"true", "false"},
+              "with --quant nf4 or fp4: the quantized runs' bnb_4bit_use_double_quant")
       .path("save-measurements", save, "also write every measured run to this .csv (refit later with `lorasim fit`)")
       .toggle("dry-run", dry_run, "print the plan's runs, sized for the GPU, and exit without running them");
   add_stack_options(t, sa);
@@ -95,10 +100,12 @@ int cmd_calibrate_hf(const Args& args) {
                  "time per token. About a minute and a half on an H200; on a smaller GPU the runs\n"
                  "shrink to what its memory holds.\n"
                  "--attn-impl, --lora-dropout, --autocast and --allocator describe how you train;\n"
-                 "the plan also varies each of them once.\n\n"
+                 "the plan also varies each of them once. --quant nf4 adds runs on a 4-bit base\n"
+                 "(bitsandbytes, prepare_model_for_kbit_training) for its dequantization time.\n\n"
                  "examples:\n"
                  "  lorasim calibrate --stack hf-peft --gpu h200 --out h200-hf.toml\n"
                  "  lorasim calibrate --stack hf-peft --gpu t4 --dry-run\n"
+                 "  lorasim calibrate --stack hf-peft --gpu l4 --quant nf4 --out l4-qlora.toml\n"
                  "  lorasim calibrate --stack hf-peft --profile my-a100.toml --python ~/venv/bin/python --out a100-hf.toml\n"
                  "  lorasim calibrate --stack hf-peft --device cpu --profile cpu.toml --out cpu-hf.toml\n\n"
               << t.description() << "\n";
@@ -121,6 +128,14 @@ int cmd_calibrate_hf(const Args& args) {
   if (opt.reference.stack.kind != model::StackKind::hf_peft)
     throw InputError("--stack: this path calibrates hf-peft; `lorasim calibrate` without --stack calibrates lorasim's runner");
   opt.reference.train.precision = is_cuda ? model::parse_precision(precision) : model::Precision::fp32;
+  if (quant != "none") {
+    opt.reference.train.weight_format = model::parse_weight_format(quant);
+    opt.reference.train.double_quant = double_quant == "true";
+    // The plan's quantized runs are prepared (and checkpointed) by the plan; its float runs are not.
+    opt.reference.train.kbit_prepare = false;
+  } else if (double_quant != "true") {
+    throw InputError("--double-quant applies to a 4-bit base: add --quant nf4 or fp4");
+  }
   if (!is_cuda) opt.reference.stack.autocast = false;  // the CPU trains in fp32
   opt.reference.validate();
   opt.measure_steps = static_cast<int>(steps);

@@ -96,6 +96,13 @@ std::vector<Coefficient> coefficient_rows() {
           "host cost of checkpointing's extra forward per operator, relative to an ordinary one; fitted from "
           "host-bound checkpointed rows with the host line known",
           in("time", 1, nn, own, true), in(kHf, 2.5, nn, own)),
+      // bitsandbytes' Linear4bit / MatMul4Bit run more Python per call than an nn.Linear (the
+      // quant state, the dtype checks, an autograd Function). Prior 0: what the host line alone
+      // predicted; fitted by its own step from host-bound quantized rows (calibrate/fit_quant.cpp).
+      row("host_per_quant_call_s", &K::host_per_quant_call_s, Term::host, [](F f, C) { return f.quant_linear_calls; },
+          "a quantized base's host dispatch beyond the host line: seconds per quantized projection call "
+          "(forward passes and backward)",
+          fixed(0), in(kHf, 0, nn, own, true)),
       row("device_scale", &K::device_scale, Term::shape, nullptr,
           "device time of the stack's graph relative to the device's terms on the stack's counts (extra casts, "
           "copies and kernels the counts miss); 1 for the runner, whose graph the device terms were fitted on",
@@ -127,13 +134,14 @@ std::vector<Coefficient> coefficient_rows() {
       // bitsandbytes dequantizes each 4-bit / 8-bit projection into the compute dtype before a
       // dense matmul (more than 1536 tokens), in each forward and again in the backward. Prior:
       // the kernel reads a stored byte and writes ~3.9 (bf16 per NF4 parameter: 2 / 0.516) at
-      // ~2.9 TB/s (60% of the H200's HBM3e), 1.7e-12 s per stored byte; not yet fitted on
-      // measured rows, so not a profile key (the table's value is every profile's).
+      // ~2.9 TB/s (60% of the H200's HBM3e), 1.7e-12 s per stored byte. Fitted by its own step
+      // from device-bound quantized rows (calibrate/fit_quant.cpp); optional: profiles written
+      // before it predict with the prior.
       row("dequant_s_per_weight_byte", &K::dequant_s_per_weight_byte, Term::device_traffic,
           [](F f, C) { return f.dequant_weight_bytes; },
           "a quantized base's dequantization: device seconds per stored weight byte dequantized (forward "
           "passes and backward)",
-          fixed(0), fixed(1.7e-12)),
+          fixed(0), in(kHf, 1.7e-12, nn, own, true)),
       device("per_kernel_s", &K::per_kernel_s, Term::device_kernels, [](F f, C) { return f.host_ops; },
              "device time floor per operator (launch latency, tiny kernels)", in("time", 0, nn, lin)),
       device("overlap_loss", &K::overlap_loss, Term::shape, overlap_feature,

@@ -44,6 +44,8 @@ struct Features {
   /// Stored bytes of a quantized base's projections dequantized per micro-batch (forward passes
   /// and backward; model/quant_memory.h). Independent of the micro-batch; 0 for a float base.
   double dequant_weight_bytes = 0;
+  /// The quantized projections' calls per micro-batch, the same passes (model/quant_memory.h).
+  double quant_linear_calls = 0;
   double static_bytes = 0;           ///< weights + adapters + gradients + optimizer state
   double lora_tensors = 0;           ///< adapter tensors (the optimizer's per-tensor work)
   double trainable_params = 0;       ///< adapter parameters (the optimizer's per-parameter work)
@@ -56,6 +58,7 @@ struct Features {
 /// HardwareModel). docs/cost-model.md says what each stands for; the table's `why` too.
 struct Coefficients {
   double host_fixed_s = 0, host_per_op_s = 0, recompute_host_share = 1;
+  double host_per_quant_call_s = 0;  ///< a quantized base's host dispatch, per quantized projection call
   double device_scale = 1, head_device_scale = 1;  ///< a stack's device time over the device's terms
   double device_fixed_s = 0, gemm_tflops = 1, gemm_half_tokens = 0, head_tflops = 1, attention_tflops = 1;
   double memory_gbps = 1, loss_gbps = 1, per_kernel_s = 0, overlap_loss = 0, launch_queue_ops = 1024;

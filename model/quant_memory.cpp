@@ -126,6 +126,12 @@ double dequantized_weight_bytes(const Workload& w) {
   return dequantizations * static_cast<double>(w.arch.num_layers) * per_block;
 }
 
+double quantized_linear_calls(const Workload& w) {
+  if (!is_quantized(w.train.weight_storage())) return 0;
+  const double passes = (w.train.grad_ckpt ? 2.0 : 1.0) + 1.0;  // as dequantized_weight_bytes
+  return passes * static_cast<double>(w.arch.num_layers) * static_cast<double>(block_projections(w.arch).size());
+}
+
 ActivationBytes activation_bytes(const Workload& w) {
   const double e = static_cast<double>(bytes_per_element(w.train.precision));
   if (!w.train.kbit_prepared()) return {e, e, e};

@@ -40,6 +40,12 @@ double dequant_buffer_bytes(const Workload& w);
 /// dequant_s_per_weight_byte; 0 for a float base. Independent of the micro-batch.
 double dequantized_weight_bytes(const Workload& w);
 
+/// The quantized projections' calls one micro-batch makes, counted as dequantized_weight_bytes
+/// counts their bytes: each block's projections in each forward pass and in the backward. The
+/// regressor of host_per_quant_call_s (bitsandbytes' Linear4bit / MatMul4Bit dispatch in Python
+/// beyond an nn.Linear's); 0 for a float base.
+double quantized_linear_calls(const Workload& w);
+
 /// Bytes per element of the activations under the hf-peft stack. A float base: the compute
 /// precision throughout. A prepared quantized base: fp32 norms make the residual stream, the
 /// projections' outputs (bnb casts its result back to the input's dtype), SwiGLU and the loss's

@@ -27,6 +27,7 @@ Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
   f.logits_buffer_bytes = act.logits_buffer_bytes;
   f.family_memory_error = family_memory_error(w.arch);
   f.dequant_weight_bytes = dequantized_weight_bytes(w);
+  f.quant_linear_calls = quantized_linear_calls(w);
   f.tokens = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);
   f.fused_head_tokens = w.stack.fused_lm_head ? f.tokens : 0.0;
   const LossTile tile = loss_tile(w);

@@ -51,11 +51,11 @@ from lorasim_hf.probe_plan import (LOOPS, RUN_DEFAULTS, RUN_REQUIRED, hf_config_
 
 
 class Probe:
-    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr, quant="none"):
+    def __init__(self, device, allocator, out=sys.stdout, log=sys.stderr, quant="none", double_quant=True):
         self.torch, self.transformers, self.peft = require("torch", "transformers", "peft")
         self.device, self.allocator, self.out, self.log = device, allocator, out, log
         check_quant(quant, device)
-        self.quant = quant
+        self.quant, self.double_quant = quant, double_quant
         if device == "cuda" and not self.torch.cuda.is_available():
             raise PlanError("the plan asks for cuda, but torch sees no CUDA device")
         self.cuda = device == "cuda"
@@ -229,7 +229,7 @@ class Probe:
                 "loop": "plain" if run["loop"] == "plain" else "probe", **self.quant_columns(run)}
 
     def quant_columns(self, run):
-        return quant_columns(self.quant, run)
+        return quant_columns(self.quant, run, self.double_quant)
 
     def free(self):
         gc.collect()
@@ -243,7 +243,7 @@ def label(run):
             f"{' lengths' if run['lengths'] else ''}")
 
 
-def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
+def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none", double_quant=True):
     """Measures every run of `plan` (a path or dict); returns (rows, failures). Rows go to `out` as they end.
     `lengths`: a function of no argument giving each run a fresh length_batches.LengthSampler.
 
@@ -255,7 +255,7 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none"):
     if "torch" in sys.modules and device == "cuda":
         print("probe: torch was imported before the plan set the allocator; it may not apply", file=log)
     set_allocator(allocator)
-    probe = Probe(device, allocator, out, log, quant)
+    probe = Probe(device, allocator, out, log, quant, double_quant)
     t_imports = time.perf_counter() - t_start
     order, groups = [], {}
     for i, r in enumerate(runs, 1):
@@ -336,6 +336,8 @@ def main(argv=None):
     ap.add_argument("--quant", default="none", choices=QUANTS,
                     help="reload each model through bitsandbytes (QLoRA: double quantization, compute dtype = the "
                          "run's precision, prepare_model_for_kbit_training); CUDA and bitsandbytes only")
+    ap.add_argument("--double-quant", default="true", choices=("true", "false"),
+                    help="with --quant nf4 or fp4: bnb_4bit_use_double_quant (QLoRA's recipe: true)")
     args = ap.parse_args(argv)
     lengths = None
     try:
@@ -349,7 +351,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:
-        _, failures = run_plan(args.plan, lengths=lengths, quant=args.quant)
+        _, failures = run_plan(args.plan, lengths=lengths, quant=args.quant, double_quant=args.double_quant == "true")
     except MissingDependency as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

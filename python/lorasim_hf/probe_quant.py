@@ -30,8 +30,8 @@ def check_quant(quant, device):
 
 
 def load_quantized(probe, model, run, dtype):
-    """`model` saved and reloaded through bitsandbytes (BitsAndBytesConfig with QLoRA's double
-    quantization, compute dtype = the run's precision), then prepared by
+    """`model` saved and reloaded through bitsandbytes (BitsAndBytesConfig with the probe's double
+    quantization, QLoRA's by default, compute dtype = the run's precision), then prepared by
     peft.prepare_model_for_kbit_training with its defaults (fp32 non-quantized parameters,
     reentrant checkpointing) -- what a QLoRA script does to a checkpoint."""
     torch, transformers, peft = probe.torch, probe.transformers, probe.peft
@@ -42,7 +42,7 @@ def load_quantized(probe, model, run, dtype):
         bnb = transformers.BitsAndBytesConfig(load_in_8bit=True)
     else:
         bnb = transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=probe.quant,
-                                              bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+                                              bnb_4bit_use_double_quant=probe.double_quant, bnb_4bit_compute_dtype=dtype)
     with tempfile.TemporaryDirectory(prefix="lorasim-probe-") as d:
         model.save_pretrained(d)
         del model
@@ -53,10 +53,10 @@ def load_quantized(probe, model, run, dtype):
     return peft.prepare_model_for_kbit_training(model)
 
 
-def quant_columns(quant, run):
+def quant_columns(quant, run, double_quant=True):
     """The row's quant and optim columns: the probe's optimizer is torch's AdamW (fused, as Trainer's
     default, unless the plain loop); a quantized base is QLoRA's recipe, prepared."""
     row = {"optim": "adamw_torch" if run["loop"] == "plain" else "adamw_torch_fused", "quant": quant}
     if quant != "none":
-        row.update(double_quant=quant != "int8", kbit_prepare=True)
+        row.update(double_quant=quant != "int8" and double_quant, kbit_prepare=True)
     return row

@@ -416,3 +416,73 @@ TEST(HfPlanTest, TheFusedHeadHasItsOwnRunsWhateverTheUserTrainsWith) {
 }
 
 }  // namespace lorasim::calib
+
+namespace lorasim::calib {
+
+TEST(HfPlanTest, AQuantizedReferenceAddsPreparedRunsOnItsBaseAndLeavesTheRestFloat) {
+  HfPlanOptions opt;
+  opt.is_cuda = true;
+  opt.reference = reference("qwen3-1.7b");
+  opt.reference.stack.allocator = model::AllocatorMode::default_segments;  // the CLI's defaults
+  opt.reference.stack.autocast = true;
+  const std::vector<HfPlannedRun> plain = default_hf_plan(opt);
+  opt.reference.train.weight_format = model::WeightFormat::nf4;
+  opt.reference.train.double_quant = false;
+  opt.reference.train.kbit_prepare = false;  // as `calibrate --quant` passes it
+  const std::vector<HfPlannedRun> plan = default_hf_plan(opt);
+  std::vector<std::string> quant, rest;
+  for (const HfPlannedRun& r : plan) {
+    const model::TrainingSpec& t = r.planned.workload.train;
+    if (!t.quantized()) {
+      rest.push_back(r.label());
+      continue;
+    }
+    quant.push_back(r.label());
+    EXPECT_EQ(t.weight_storage(), model::WeightFormat::nf4) << r.label();
+    EXPECT_FALSE(t.double_quant) << r.label();
+    EXPECT_TRUE(t.kbit_prepared()) << r.label();  // the probe prepares every quantized model
+    EXPECT_TRUE(t.grad_ckpt) << r.label();
+    EXPECT_FALSE(r.planned.workload.stack.fused_lm_head) << r.label();
+    EXPECT_NO_THROW(r.planned.workload.validate()) << r.label();
+  }
+  EXPECT_EQ(quant, (std::vector<std::string>{
+                       "qwen3-1.7b L=4 s=512 b=1 a=1 ckpt nf4 no-double-quant default",
+                       "qwen3-1.7b L=4 s=2048 b=1 a=1 ckpt nf4 no-double-quant default",
+                       "qwen3-1.7b L=4 s=2048 b=4 a=1 ckpt nf4 no-double-quant default",
+                       "qwen3-1.7b L=4 s=512 b=16 a=1 ckpt nf4 no-double-quant default",
+                       "qwen3-1.7b L=28 s=512 b=1 a=1 ckpt nf4 no-double-quant default",
+                       "qwen3-1.7b L=28 s=2048 b=4 a=1 ckpt nf4 no-double-quant default"}));
+  // Every other run is the float plan's, in its order.
+  std::vector<std::string> plain_labels;
+  for (const HfPlannedRun& r : plain) plain_labels.push_back(r.label());
+  EXPECT_EQ(rest, plain_labels);
+  // The probe's plan files: the float runs in one, the quantized in their own (its --quant).
+  const json floats = json::parse(hf_plan_json(plan, "cuda", model::AllocatorMode::default_segments, 1, 3));
+  const json quants = json::parse(hf_plan_json(plan, "cuda", model::AllocatorMode::default_segments, 1, 3, true));
+  ASSERT_EQ(quants["runs"].size(), 6u);
+  for (const json& r : quants["runs"]) {
+    EXPECT_TRUE(r["grad_ckpt"].get<bool>());
+    EXPECT_EQ(keys(r), kRunKeys);  // the probe's plan format is unchanged
+  }
+  size_t default_float = 0;
+  for (const HfPlannedRun& r : plan)
+    default_float += !r.planned.workload.train.quantized() &&
+                     r.planned.workload.stack.allocator == model::AllocatorMode::default_segments;
+  EXPECT_EQ(floats["runs"].size(), default_float);
+}
+
+TEST(HfPlanTest, AQuantizedReferenceOnTheCpuIsRefused) {
+  HfPlanOptions opt;
+  opt.is_cuda = false;
+  opt.reference = reference("tiny");
+  opt.reference.train.weight_format = model::WeightFormat::nf4;
+  opt.reference.train.kbit_prepare = false;
+  try {
+    default_hf_plan(opt);
+    FAIL() << "a quantized CPU plan was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--quant nf4: bitsandbytes quantizes on CUDA only; calibrate a quantized base with --device cuda");
+  }
+}
+
+}  // namespace lorasim::calib

@@ -80,3 +80,86 @@ TEST(HfProbeTest, FewerRowsThanPlannedWithoutSkipsIsAnError) {
 }
 
 }  // namespace lorasim::calib
+
+namespace lorasim::calib {
+namespace {
+
+// A "python" that logs each call's arguments to `log` and prints one row per probe call; a
+// `-c` call (the bitsandbytes check) exits `import_status`.
+std::string logging_python(const std::filesystem::path& dir, const std::filesystem::path& log, int import_status) {
+  const std::filesystem::path p = dir / "python";
+  std::ofstream f(p);
+  f << "#!/bin/sh\necho \"$@\" >> '" << log.string() << "'\n"
+    << "if [ \"$1\" = -c ]; then exit " << import_status << "; fi\n"
+    << "cat <<'EOF'\n" << kRow << "\nEOF\n";
+  f.close();
+  ::chmod(p.c_str(), 0755);
+  return p.string();
+}
+
+std::vector<std::string> lines_of(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(f, l);) out.push_back(l);
+  return out;
+}
+
+// One float run and one on an NF4 base without double quantization.
+std::vector<HfPlannedRun> float_and_quantized() {
+  std::vector<HfPlannedRun> plan = two_runs();
+  plan[1].planned.workload.stack.fused_lm_head = false;
+  model::TrainingSpec& t = plan[1].planned.workload.train;
+  t.weight_format = model::WeightFormat::nf4;
+  t.double_quant = false;
+  t.grad_ckpt = true;
+  return plan;
+}
+
+}  // namespace
+
+TEST(HfProbeTest, AQuantizedBaseRunsInItsOwnProbeWithQuantAndDoubleQuant) {
+  Fixture fx;
+  ProbeOptions opt;
+  opt.work_dir = fx.dir.string();
+  const std::filesystem::path log = fx.dir / "calls.log";
+  opt.python = logging_python(fx.dir, log, 0);
+  const std::vector<Measurement> rows = run_probe(float_and_quantized(), opt);
+  EXPECT_EQ(rows.size(), 2u);
+  const std::vector<std::string> calls = lines_of(log);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0], "-c import bitsandbytes");  // before any run
+  EXPECT_EQ(calls[1], "-m lorasim_hf.probe --plan " + (fx.dir / "plan-default.json").string());
+  EXPECT_EQ(calls[2], "-m lorasim_hf.probe --plan " + (fx.dir / "plan-default-quant.json").string() +
+                          " --quant nf4 --double-quant false");
+}
+
+TEST(HfProbeTest, AFloatPlanNeverAsksForBitsandbytes) {
+  Fixture fx;
+  ProbeOptions opt;
+  opt.work_dir = fx.dir.string();
+  const std::filesystem::path log = fx.dir / "calls.log";
+  opt.python = logging_python(fx.dir, log, 1);
+  std::vector<HfPlannedRun> plan = two_runs();
+  plan.resize(1);
+  EXPECT_EQ(run_probe(plan, opt).size(), 1u);
+  EXPECT_EQ(lines_of(log).size(), 1u);
+}
+
+TEST(HfProbeTest, WithoutBitsandbytesAQuantizedPlanStopsBeforeAnyRunSayingWhatToInstall) {
+  Fixture fx;
+  ProbeOptions opt;
+  opt.work_dir = fx.dir.string();
+  const std::filesystem::path log = fx.dir / "calls.log";
+  opt.python = logging_python(fx.dir, log, 1);
+  try {
+    run_probe(float_and_quantized(), opt);
+    FAIL() << "a quantized plan ran without bitsandbytes";
+  } catch (const CalibrationError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what, "--quant nf4 needs the python package bitsandbytes in '" + opt.python +
+                        "': pip install bitsandbytes there (or calibrate without --quant)");
+  }
+  EXPECT_EQ(lines_of(log).size(), 1u);  // the check only: no probe ran
+}
+
+}  // namespace lorasim::calib

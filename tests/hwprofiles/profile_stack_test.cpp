@@ -52,6 +52,8 @@ Profile with_fitted_stack() {
   t.get("logits_scale") = 1.0000000000000002;
   t.get("workspace_bytes") = 123456789.5;
   t.get("fused_head_s_per_token") = 3.0e-7 / 7.0;  // its prior is 0: a fitted value must round-trip too
+  t.get("host_per_quant_call_s") = 1.1e-4 / 3.0;   // likewise
+  t.get("dequant_s_per_weight_byte") = 2.3e-12 / 7.0;
   t.get("reserved_overhead_bytes") = 6.02e8;
   t.get("reserved_activation_share") = 0.07;
   t.get("reserved_logits_share") = 0.3;

@@ -92,3 +92,19 @@ def test_probe_refuses_quant_on_the_cpu_and_without_bitsandbytes(monkeypatch):
                         lambda n: (_ for _ in ()).throw(ImportError(n)) if n == "bitsandbytes" else real(n))
     with pytest.raises(MissingDependency, match="pip install bitsandbytes"):
         probe.check_quant("nf4", "cuda")
+
+
+def test_probe_rows_say_the_double_quantization_it_ran_with():
+    from lorasim_hf.probe_quant import quant_columns
+    run = {"loop": "probe"}
+    assert quant_columns("nf4", run) == {"optim": "adamw_torch_fused", "quant": "nf4", "double_quant": True,
+                                         "kbit_prepare": True}
+    assert quant_columns("nf4", run, False)["double_quant"] is False
+    assert quant_columns("int8", run, True)["double_quant"] is False  # 8-bit has no double quantization
+
+
+def test_probe_takes_double_quant_from_lorasims_plan_and_refuses_a_bad_value(tmp_path, capsys):
+    from lorasim_hf import probe
+    with pytest.raises(SystemExit):
+        probe.main(["--plan", str(tmp_path / "p.json"), "--quant", "nf4", "--double-quant", "maybe"])
+    assert "--double-quant" in capsys.readouterr().err
