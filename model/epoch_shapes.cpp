@@ -2,6 +2,7 @@
 #include "model/epoch_shapes.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <random>
 #include <set>
 #include <string>
@@ -17,7 +18,7 @@ namespace {
 constexpr int64_t kMaxShuffledSequences = int64_t{1} << 22;
 // Shuffled sequences per call at most (over all repetitions): more repetitions where runs are short.
 constexpr int64_t kDrawBudget = int64_t{1} << 21;
-constexpr int64_t kMaxRepetitions = 16;
+constexpr int64_t kMaxRepetitions = 256;
 
 /// Every sequence's length, ascending.
 std::vector<int32_t> expand(const LengthDistribution& d) {
@@ -37,6 +38,14 @@ std::pair<int64_t, int64_t> shape_of(const int32_t* first, int64_t rows, const P
   }
   const int64_t longest = *std::max_element(first, first + rows);
   return {padded_length_tokens(padding, longest, max_len), rows};
+}
+
+/// Puts a uniformly random choice of `v` (without replacement) into its first `k` places: a partial
+/// Fisher-Yates shuffle, written out so that every standard library gives the same figures.
+template <typename T>
+void shuffle_first(std::vector<T>& v, int64_t k, std::mt19937_64& g) {
+  const auto n = static_cast<uint64_t>(v.size());
+  for (uint64_t i = 0; i < static_cast<uint64_t>(k) && i + 1 < n; ++i) std::swap(v[i], v[i + g() % (n - i)]);
 }
 
 }  // namespace
@@ -70,9 +79,9 @@ double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int
           const int64_t lo = g * b, rows = std::min(b, n - lo);
           epoch.push_back(shape_of(sorted.data() + lo, rows, padding, d.max_length_tokens()));
         }
-        std::shuffle(epoch.begin(), epoch.end(), rng);
+        shuffle_first(epoch, per_epoch, rng);
       } else {
-        std::shuffle(order.begin(), order.end(), rng);
+        shuffle_first(order, std::min(n, (drawn - done) * b), rng);
         for (int64_t g = 0; g < per_epoch && done + g < drawn; ++g) {
           const int64_t lo = g * b, rows = std::min(b, n - lo);
           epoch.push_back(shape_of(order.data() + lo, rows, padding, d.max_length_tokens()));

@@ -210,10 +210,13 @@ def main():
              "is held out. `at widths`: each timed micro-batch at its measured padded width plus the cost of each "
              "shape new to the process (what validate does with a row's histogram); `from dist`: `simulate --lengths` "
              "over the row's own steps, only where no earlier split of the worker process had run the row's shapes. "
-             "Rows that ran two processes at once (the caps plan) score memory only.\n")
+             "Rows that ran two processes at once (the caps plan) score memory only. `width timed / expected`: the mean padded "
+             "row length of the row's timed micro-batches against the distribution's expected one (few timed steps draw "
+             "few micro-batches: where they differ, `from dist` compares the expectation with that draw).\n")
     L.append("| run | plan | model | trainer | data | alloc | cap | split | role | step meas | at widths | err | from dist | err | "
-             "new shapes/step | reserved meas GiB | peak pred | err | worst pred | worst >= meas | fits pred | OOM meas |")
-    L.append("| --- " * 22 + "|")
+             "new shapes/step | width timed / expected | reserved meas GiB | peak pred | err | worst pred | worst >= meas | fits pred | "
+             "OOM meas |")
+    L.append("| --- " * 23 + "|")
     held_w, held_d, all_w, below, peak_held = [], [], [], [], []
     for x in results:
         r, s = x["r"], x["s"]
@@ -239,6 +242,8 @@ def main():
         L[-1] += (f"{x['at_widths']:.3f} | {pct(x['err_widths'])} | " if "at_widths" in x else f"{status} | - | ")
         L[-1] += (f"{x['from_dist']:.3f} | {pct(x['err_dist'])} | " if "from_dist" in x else "- | - | ")
         L[-1] += (f"{x['new']:.2f} | " if "new" in x else "- | ")
+        L[-1] += (f"{r['mean_padded_len_timed']:.0f} / {s['mean_padded_length_tokens']:.0f} | "
+                  if r.get("mean_padded_len_timed") else "- | ")
         L[-1] += (f"{gib(meas_m)} | {gib(s['peak_reserved_bytes'])} | {100 * m_err:+.1f}% | {gib(s['worst_reserved_bytes'])} | "
                   f"{'yes' if ok else '**no**'} | {'yes' if s['fits'] else 'no'} | {'yes' if r.get('oom') else 'no'} |")
     L.append("")
