@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,10 +14,10 @@
 namespace lorasim::model {
 namespace {
 
-constexpr int64_t kMaxShuffledSequences = int64_t{1} << 22;
+constexpr int64_t kMaxShuffledSequences = int64_t{1} << 20;
 // Shuffled sequences per call at most (over all repetitions): more repetitions where runs are short.
-constexpr int64_t kDrawBudget = int64_t{1} << 21;
-constexpr int64_t kMaxRepetitions = 256;
+constexpr int64_t kDrawBudget = int64_t{1} << 18;
+constexpr int64_t kMaxRepetitions = 64;
 
 /// Every sequence's length, ascending.
 std::vector<int32_t> expand(const LengthDistribution& d) {
@@ -61,15 +60,15 @@ double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int
 
   const std::vector<int32_t> sorted = expand(d);
   const int64_t per_epoch = (n + b - 1) / b;
-  // Runs longer than the draw budget (and four epochs) are drawn that far; independent draws over
+  // Runs longer than the draw budget (and one epoch) are drawn that far; independent draws over
   // the whole run, which never count more shapes than the data's order does, can only add.
-  const int64_t drawn = std::min(micro_batches, std::max(4 * per_epoch, kDrawBudget / b));
+  const int64_t drawn = std::min(micro_batches, std::max(per_epoch, kDrawBudget / b));
   const int64_t reps = std::clamp<int64_t>(kDrawBudget / std::max<int64_t>(1, drawn * b), 1, kMaxRepetitions);
   std::mt19937_64 rng(seed);
   std::vector<int32_t> order = sorted;
   double total = 0;
   for (int64_t rep = 0; rep < reps; ++rep) {
-    std::set<std::pair<int64_t, int64_t>> seen;
+    std::vector<std::pair<int64_t, int64_t>> seen;
     int64_t done = 0;
     while (done < drawn) {
       std::vector<std::pair<int64_t, int64_t>> epoch;  // this epoch's micro-batch shapes, in order
@@ -89,11 +88,12 @@ double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int
       }
       for (const auto& s : epoch) {
         if (done == drawn) break;
-        seen.insert(s);
+        seen.push_back(s);
         ++done;
       }
     }
-    total += static_cast<double>(seen.size());
+    std::sort(seen.begin(), seen.end());
+    total += static_cast<double>(std::unique(seen.begin(), seen.end()) - seen.begin());
   }
   const double mean = total / static_cast<double>(reps);
   if (drawn == micro_batches) return mean;

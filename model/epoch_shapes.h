@@ -11,7 +11,7 @@ namespace lorasim::model {
 
 /// The expected number of distinct shapes (padded row length and rows) among the first
 /// `micro_batches` micro-batches of `b` sequences of a run over `d`, by seeded shuffles of the
-/// data; the epoch's last micro-batch keeps its remainder. Data of more than 2^22 sequences,
+/// data; the epoch's last micro-batch keeps its remainder. Data of more than 2^20 sequences,
 /// whose lengths repeat too often for the draw to matter, takes expected_new_shapes(). The same
 /// seed gives the same figure. Throws InputError unless b > 0 and micro_batches >= 0.
 double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int64_t b, int64_t micro_batches,
