@@ -277,7 +277,7 @@ int print_lengths(const Prepared& p, bool with_splits) {
     const std::string quant = quant_fit_note(p.request, options, r);
     if (!quant.empty()) r.result.notes.push_back(quant);
   }
-  const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r);
+  const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r, p.both_grad_ckpt);
   r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
   if (!p.plot_path.empty()) write_svg({lengths_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {

@@ -61,6 +61,10 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
     j["recommended"]["faster_alternatives"] = nlohmann::json::array();
     for (const sim::PaddingAlternative& alt : advice.faster)
       j["recommended"]["faster_alternatives"].push_back({{"flag", alt.flag},
+                                                         {"env", alt.env.empty() ? nlohmann::json() : nlohmann::json(alt.env)},
+                                                         {"micro_batch", alt.micro_batch},
+                                                         {"accumulation", alt.accumulation},
+                                                         {"grad_ckpt", alt.grad_ckpt},
                                                          {"epoch_time_s", alt.epoch_time_s},
                                                          {"padding_fraction", alt.padding_fraction},
                                                          {"saving", alt.saving},

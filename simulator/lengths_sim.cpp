@@ -10,7 +10,7 @@
 #include "model/cost_model.h"
 #include "model/error.h"
 #include "model/lengths.h"
-#include "model/new_shapes.h"
+#include "model/epoch_shapes.h"
 #include "model/training_stack.h"
 #include "simulator/lengths_dp.h"
 #include "simulator/padded_cost.h"
@@ -203,10 +203,10 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     LengthFigures f;
     // The sampled steps are the steady state (every shape seen); a run from a fresh process
     // also meets each shape a first time: over the run's steps for the mean, over one pass for
-    // the epoch. The first shape is every run's warm-up, fixed lengths' too, which no step
+    // the epoch, the data drawn without replacement as a trainer's sampler draws it. The first shape is every run's warm-up, fixed lengths' too, which no step
     // time counts; the others are what varying lengths add.
     const auto later_shapes = [&](int64_t micro_batches) {
-      return std::max(0.0, model::expected_new_shapes(d, padding, b, micro_batches, o.group_by_length) - 1);
+      return std::max(0.0, model::epoch_new_shapes(d, padding, b, micro_batches, o.group_by_length, o.seed) - 1);
     };
     f.new_shapes_per_step = later_shapes(r.steps * a) / static_cast<double>(r.steps);
     f.new_shape_time_s = coef.new_shape_s * f.new_shapes_per_step;

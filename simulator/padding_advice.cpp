@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "model/lengths.h"
+#include "simulator/grad_ckpt_sim.h"
 #include "simulator/note_format.h"
 
 namespace lorasim::sim {
@@ -33,9 +34,57 @@ const Split* same_split(const LengthsResult& res, const Split& best, size_t& ind
   return nullptr;
 }
 
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string split_name(const Split& s) {
+  return std::to_string(s.micro_batch) + "x" + std::to_string(s.accumulation) + (s.grad_ckpt ? " (checkpointed)" : "");
+}
+
+// Under the default allocator the worst case adds its fragmentation bound (docs/lengths.md); a
+// faster split it refuses may fit with expandable segments, whose bound is small. The promise
+// stays: the note names what it costs.
+void allocator_advice(const Request& r, const LengthsOptions& o, const LengthsResult& result, bool both,
+                      PaddingAdvice& out) {
+  if (r.workload.stack.allocator != model::AllocatorMode::default_segments) return;
+  Request expandable = r;
+  expandable.workload.stack.allocator = model::AllocatorMode::expandable;
+  const LengthsResult res = both ? simulate_lengths_both_grad_ckpt(expandable, o) : simulate_lengths(expandable, o);
+  if (!res.result.recommended) return;
+  const size_t i = *res.result.recommended;
+  const Split& s = res.result.splits[i];
+  const Split& best = result.result.splits[*result.result.recommended];
+  const double base_epoch_s = result.lengths[*result.result.recommended].epoch_time_s;
+  PaddingAlternative alt;
+  alt.flag = "--allocator expandable";
+  alt.env = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
+  alt.micro_batch = s.micro_batch;
+  alt.accumulation = s.accumulation;
+  alt.grad_ckpt = s.grad_ckpt;
+  alt.epoch_time_s = res.lengths[i].epoch_time_s;
+  alt.padding_fraction = res.lengths[i].padding_fraction;
+  alt.fits = s.fits;
+  alt.saving = 1 - alt.epoch_time_s / base_epoch_s;
+  if ((s.micro_batch == best.micro_batch && s.grad_ckpt == best.grad_ckpt) || !(alt.saving >= kMinSaving)) return;
+  std::string refused;
+  for (const Split& d : result.result.splits)
+    if (d.micro_batch == s.micro_batch && d.grad_ckpt == s.grad_ckpt)
+      refused = " (its worst micro-batch needs " + gib(d.worst_reserved_bytes) + " of the " +
+                gib(result.result.usable_memory_bytes) + " usable)";
+  out.notes.push_back("the default allocator's fragmentation bound refuses " + split_name(s) + refused + "; with " +
+                      alt.env + " (--allocator expandable) it fits and an epoch is " + percent(alt.saving) +
+                      " faster (" + seconds(alt.epoch_time_s) + " instead of " + seconds(base_epoch_s) + " at " +
+                      split_name(best) + ")");
+  out.faster.push_back(alt);
+}
+
 }  // namespace
 
-PaddingAdvice padding_advice(const Request& r, const LengthsOptions& o, const LengthsResult& result) {
+PaddingAdvice padding_advice(const Request& r, const LengthsOptions& o, const LengthsResult& result,
+                             bool both_grad_ckpt) {
   PaddingAdvice out;
   if (!result.result.recommended) return out;
   const size_t best_index = *result.result.recommended;
@@ -73,6 +122,9 @@ PaddingAdvice padding_advice(const Request& r, const LengthsOptions& o, const Le
     if (s == nullptr) continue;
     PaddingAlternative alt;
     alt.flag = v.flag;
+    alt.micro_batch = s->micro_batch;
+    alt.accumulation = s->accumulation;
+    alt.grad_ckpt = s->grad_ckpt;
     alt.epoch_time_s = res.lengths[i].epoch_time_s;
     alt.padding_fraction = res.lengths[i].padding_fraction;
     alt.fits = s->fits;
@@ -91,6 +143,7 @@ PaddingAdvice padding_advice(const Request& r, const LengthsOptions& o, const Le
     out.notes.push_back(note);
     out.faster.push_back(alt);
   }
+  allocator_advice(r, o, result, both_grad_ckpt, out);
   return out;
 }
 

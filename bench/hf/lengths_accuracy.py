@@ -210,10 +210,13 @@ def main():
              "is held out. `at widths`: each timed micro-batch at its measured padded width plus the cost of each "
              "shape new to the process (what validate does with a row's histogram); `from dist`: `simulate --lengths` "
              "over the row's own steps, only where no earlier split of the worker process had run the row's shapes. "
-             "Rows that ran two processes at once (the caps plan) score memory only.\n")
+             "Rows that ran two processes at once (the caps plan) score memory only. `width timed / expected`: the mean padded "
+             "row length of the row's timed micro-batches against the distribution's expected one (few timed steps draw "
+             "few micro-batches: where they differ, `from dist` compares the expectation with that draw).\n")
     L.append("| run | plan | model | trainer | data | alloc | cap | split | role | step meas | at widths | err | from dist | err | "
-             "new shapes/step | reserved meas GiB | peak pred | err | worst pred | worst >= meas | fits pred | OOM meas |")
-    L.append("| --- " * 22 + "|")
+             "new shapes/step | width timed / expected | reserved meas GiB | peak pred | err | worst pred | worst >= meas | fits pred | "
+             "OOM meas |")
+    L.append("| --- " * 23 + "|")
     held_w, held_d, all_w, below, peak_held = [], [], [], [], []
     for x in results:
         r, s = x["r"], x["s"]
@@ -239,6 +242,8 @@ def main():
         L[-1] += (f"{x['at_widths']:.3f} | {pct(x['err_widths'])} | " if "at_widths" in x else f"{status} | - | ")
         L[-1] += (f"{x['from_dist']:.3f} | {pct(x['err_dist'])} | " if "from_dist" in x else "- | - | ")
         L[-1] += (f"{x['new']:.2f} | " if "new" in x else "- | ")
+        L[-1] += (f"{r['mean_padded_len_timed']:.0f} / {s['mean_padded_length_tokens']:.0f} | "
+                  if r.get("mean_padded_len_timed") else "- | ")
         L[-1] += (f"{gib(meas_m)} | {gib(s['peak_reserved_bytes'])} | {100 * m_err:+.1f}% | {gib(s['worst_reserved_bytes'])} | "
                   f"{'yes' if ok else '**no**'} | {'yes' if s['fits'] else 'no'} | {'yes' if r.get('oom') else 'no'} |")
     L.append("")
@@ -258,15 +263,20 @@ def main():
     L.append("")
 
     L.append("## Recommended split against the fastest measured (per cell)\n")
-    L.append("| run | plan | model | trainer | data | alloc | cap | recommended | its measured step | fastest measured | its step | gap |")
-    L.append("| --- " * 12 + "|")
+    L.append("The last three columns: the split that recommend's note names where the default allocator's fragmentation "
+             "bound refuses a faster one that fits with `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` "
+             "(`faster_alternatives`, flag `--allocator expandable`), its predicted epoch saving, and its measured step "
+             "against the fastest measured.\n")
+    L.append("| run | plan | model | trainer | data | alloc | cap | recommended | its measured step | fastest measured | its step | gap "
+             "| expandable note | predicted saving | its gap |")
+    L.append("| --- " * 15 + "|")
     cells = {}
     for x in results:
         r = x["r"]
         cells.setdefault((r["run"], r["plan"], r["model"], r["trainer"], r["distribution"], r["allocator"], r.get("cap_gib"),
                           r["effective_batch"]),
                          []).append(x)
-    gaps = []
+    gaps, note_gaps = [], []
     for key, members in cells.items():
         ok = [m["r"] for m in members if not m["r"].get("oom") and m["r"].get("mean_step_time_s")]
         if len(members) < 2 or not ok:
@@ -283,9 +293,24 @@ def main():
             meas, gap = f"{rec_row['mean_step_time_s']:.3f}", pct(g)
             if rec_row["concurrent_processes"] == 1:
                 gaps.append(g)
+        alt = next((a for a in (rec or {}).get("faster_alternatives", []) if a["flag"] == "--allocator expandable"), None)
+        note, saving, note_gap = "-", "-", "-"
+        if alt:
+            note, saving = f"{alt['micro_batch']}x{alt['accumulation']}", pct(alt["saving"])
+            alt_row = next((m["r"] for m in members if m["r"]["micro_batch"] == alt["micro_batch"]), None)
+            if alt_row is None:
+                note_gap = "not measured"
+            elif alt_row.get("oom") or not alt_row.get("mean_step_time_s"):
+                note_gap = "OOM (default allocator)"
+            else:
+                g = alt_row["mean_step_time_s"] / fastest["mean_step_time_s"] - 1
+                note_gap = pct(g)
+                if alt_row["concurrent_processes"] == 1:
+                    note_gaps.append(g)
         L.append(f"| {key[0][-4:]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | {key[5]} | {key[6] or '-'} | "
                  f"{rec['micro_batch'] if rec else 'none'}x{rec['accumulation'] if rec else ''} | {meas} | "
-                 f"{fastest['micro_batch']}x{fastest['accumulation']} | {fastest['mean_step_time_s']:.3f} | {gap} |")
+                 f"{fastest['micro_batch']}x{fastest['accumulation']} | {fastest['mean_step_time_s']:.3f} | {gap} | "
+                 f"{note} | {saving} | {note_gap} |")
     L.append("")
     L.append("## Headline\n")
     L.append(f"- Mean step time at the measured widths, held out: mean |error| {100 * mean_abs(held_w):.1f}% over "
@@ -302,9 +327,12 @@ def main():
              + (": " + ", ".join(f"{r['run']} {r['plan']} {r['trainer']} {r['distribution']} {r['micro_batch']}x{r['accumulation']}"
                                  for r in below) if below else "") + ".")
     L.append(f"- Recommended split against the fastest measured (uncontended cells): " + ", ".join(pct(g) for g in gaps) + ".")
+    if note_gaps:
+        L.append(f"- The split the expandable-segments note names, against the fastest measured: "
+                 + ", ".join(pct(g) for g in note_gaps) + ".")
     with open(args.out, "w") as f:
         f.write("\n".join(L) + "\n")
-    print("\n".join(L[-8:]))
+    print("\n".join(L[-9:]))
 
 
 if __name__ == "__main__":

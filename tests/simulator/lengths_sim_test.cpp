@@ -188,3 +188,16 @@ TEST(LengthsSimTest, SimulateRefusesDataOfManyLengths) {
   o.sampled_steps = 0;
   EXPECT_THROW(sim::simulate_lengths(r, o), InputError);
 }
+
+TEST(LengthsSimTest, AnEpochMeetsEveryLengthOnceAtMicroBatchOne) {
+  // 300 sequences of 300 distinct lengths, one pass: a trainer's sampler draws each once, so an
+  // epoch at micro-batch 1 meets all 300 shapes (299 after the warm-up's), not the 189 that
+  // independent draws would.
+  std::vector<model::LengthBin> bins;
+  for (int64_t l = 1; l <= 300; ++l) bins.push_back({l, 1});
+  sim::Request r = request(4, model::LengthDistribution::from_bins(bins));
+  r.workload.stack = model::StackSpec{};  // hf-peft, whose new_shape_s was measured
+  const sim::LengthsResult res = sim::simulate_lengths(r);
+  for (size_t i = 0; i < res.result.splits.size(); ++i)
+    if (res.result.splits[i].micro_batch == 1) EXPECT_DOUBLE_EQ(res.lengths[i].new_shapes_per_epoch, 299.0);
+}

@@ -98,3 +98,60 @@ TEST(PaddingAdviceTest, NothingRecommendedGivesNoAdvice) {
   EXPECT_FALSE(a.next_best.has_value());
   EXPECT_TRUE(a.faster.empty());
 }
+
+namespace {
+
+// The usable memory midway between the two allocators' worst case of the split of the fastest
+// epoch: the default allocator's fragmentation bound refuses it, expandable segments let it fit.
+sim::Request refused_by_default_bound(int64_t& refused_b) {
+  sim::Request r = request(16);
+  r.workload.stack = model::StackSpec{};  // hf-peft, its default allocator
+  r.workload.train.grad_ckpt = false;
+  // The h200 profile's shares: the default allocator's bound far above expandable segments'.
+  r.hardware.value("varying_bound_default", model::StackKind::hf_peft) = 1.51;
+  r.hardware.value("varying_bound_expandable", model::StackKind::hf_peft) = 0.1;
+  sim::Request e = r;
+  e.workload.stack.allocator = model::AllocatorMode::expandable;
+  const sim::LengthsResult d = sim::simulate_lengths(r), x = sim::simulate_lengths(e);
+  size_t f = 0;
+  for (size_t i = 0; i < d.result.splits.size(); ++i)
+    if (d.lengths[i].epoch_time_s < d.lengths[f].epoch_time_s) f = i;
+  refused_b = d.result.splits[f].micro_batch;
+  const double mid = (d.result.splits[f].worst_reserved_bytes + x.result.splits[f].worst_reserved_bytes) / 2;
+  const double context = d.result.memory_limit_bytes * (1 - r.safety_margin) - d.result.usable_memory_bytes;
+  r.memory_limit_bytes = static_cast<int64_t>((mid + context) / (1 - r.safety_margin));
+  return r;
+}
+
+}  // namespace
+
+TEST(PaddingAdviceTest, NamesTheSplitExpandableSegmentsWouldLetFit) {
+  int64_t b = 0;
+  const sim::Request r = refused_by_default_bound(b);
+  ASSERT_GT(b, 1);
+  const sim::LengthsResult res = sim::simulate_lengths(r);
+  ASSERT_TRUE(res.result.recommended);
+  EXPECT_LT(res.result.splits[*res.result.recommended].micro_batch, b);  // the bound refuses it
+  const sim::PaddingAdvice a = sim::padding_advice(r, {}, res);
+  const sim::PaddingAlternative* alt = find(a, "--allocator expandable");
+  ASSERT_NE(alt, nullptr);
+  EXPECT_EQ(alt->micro_batch, b);
+  EXPECT_EQ(alt->accumulation, 16 / b);
+  EXPECT_EQ(alt->env, "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  EXPECT_TRUE(alt->fits);
+  EXPECT_GT(alt->saving, 0.01);
+  int notes = 0;
+  for (const std::string& n : a.notes)
+    if (n.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") != std::string::npos) ++notes;
+  EXPECT_EQ(notes, 1);
+}
+
+TEST(PaddingAdviceTest, NoAllocatorNoteWhereTheBoundRefusesNothingFaster) {
+  sim::Request r = request(16);
+  r.workload.stack = model::StackSpec{};
+  r.memory_limit_bytes = int64_t{1} << 40;  // every split fits
+  const sim::LengthsResult res = sim::simulate_lengths(r);
+  EXPECT_EQ(find(sim::padding_advice(r, {}, res), "--allocator expandable"), nullptr);
+  r.workload.stack.allocator = model::AllocatorMode::expandable;
+  EXPECT_EQ(find(sim::padding_advice(r, {}, sim::simulate_lengths(r)), "--allocator expandable"), nullptr);
+}
