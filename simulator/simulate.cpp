@@ -93,7 +93,9 @@ std::string data_parallel_note(const DataParallelCost& dp, const model::Intercon
   return std::to_string(dp.gpus) + " GPUs data parallel (DDP): the adapters' " + mib(dp.bucket_memory_bytes) +
          " of fp32 gradients are all-reduced once per step in " + std::to_string(dp.buckets) +
          (dp.buckets == 1 ? " bucket" : " buckets") + " over " + model::link_name(ic.link) + " at " + bw +
-         (own ? " (the profile's [interconnect])" : " (the link's datasheet prior)") +
+         (!own ? " (the link's datasheet prior)"
+               : ic.calibrated ? " (the profile's [interconnect], measured: " + hw.interconnect->source + ")"
+                               : " (the profile's [interconnect])") +
          ", overlapped with the last backward; memory is per GPU and holds DDP's copy of the gradients "
          "(docs/data-parallel.md)";
 }
