@@ -45,6 +45,9 @@ int fit_and_write(const std::vector<calib::AllreduceRow>& rows, hw::Profile prof
   if (link == model::Link::gloo_cpu && !cpu)
     throw InputError("--link gloo-cpu: these rows were timed on '" + rows.front().device +
                      "', a GPU; say its link (nvlink or pcie)", "link");
+  if (cpu && profile.hw.overlap != model::Overlap::sum)
+    throw InputError("these rows were timed by Gloo on the CPU and describe no link of '" + profile.hw.name +
+                     "': write them into a CPU profile (--profile FILE of `lorasim calibrate --device cpu`)", "link");
   if (cpu && !declared.empty() && link != model::Link::gloo_cpu)
     std::cerr << "note: the rows were timed by Gloo on the CPU, so the link is recorded as gloo-cpu, not " << declared
               << " (CPU figures are no GPU link)\n";
