@@ -82,7 +82,7 @@ def main(argv=None):
         sizes_bytes = sizes(a.min_bytes, a.max_bytes)
     except ValueError as e:
         p.error(str(e))
-    (torch,) = require("torch")
+    torch = require("torch")
     import torch.distributed as dist
     if "WORLD_SIZE" not in os.environ:
         p.error("launch it with torchrun (torchrun --nproc_per_node 2 -m lorasim_hf.probe_allreduce ...): "
