@@ -97,14 +97,14 @@ int cmd_train(const Args& args) {
   spec.warmup_steps = static_cast<int>(warmup);
   spec.memory_limit_bytes = checked_memory_limit(memory, dev.total_memory_bytes, dev.name);
 
-  if (lead) std::cerr << "building " << spec.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
-  calib::Trainer trainer(spec.workload, dev.spec, static_cast<uint64_t>(seed));
+  // The rendezvous first: a bad path or a missing rank fails before the model is built.
   std::unique_ptr<calib::ProcessGroup> group;
-  if (ranks.world_size > 1) {
+  if (ranks.world_size > 1)
     group = std::make_unique<calib::ProcessGroup>(calib::ProcessGroupSpec{
         static_cast<int>(ranks.rank), static_cast<int>(ranks.world_size), ranks.rendezvous, dev.spec});
-    trainer.join(*group);
-  }
+  if (lead) std::cerr << "building " << spec.workload.arch.name << " on " << dev.name << " (" << dev.spec << ")...\n";
+  calib::Trainer trainer(spec.workload, dev.spec, static_cast<uint64_t>(seed));
+  if (group) trainer.join(*group);
   if (lead)
     std::cerr << "training " << spec.warmup_steps << " warm-up + " << spec.measure_steps << " measured steps of "
               << spec.micro_batch << " x " << spec.accumulation

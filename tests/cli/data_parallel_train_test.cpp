@@ -82,6 +82,8 @@ TEST(DataParallelTrainTest, RankFlagsWithProcessesAndLengthsAreRefusedBeforeTrai
   REQUIRE_TRAIN_BINARY();
   expect_error(with(kTrain, {"--processes", "2", "--rank", "1"}), kUsage, {"--processes", "--rank"});
   expect_error(with(kTrain, {"--world-size", "2"}), kUsage, {"--rendezvous"});
+  expect_error(with(kTrain, {"--rank", "0", "--world-size", "2", "--rendezvous", "/nonexistent-lorasim/store"}), kUsage,
+               {"--rendezvous", "does not exist"});
   TempDir dir;
   write_file(dir / "l.csv", "length\n8\n12\n");
   expect_error({"train", "--device", "cpu", "--model", "tiny", "--steps", "1", "--processes", "2", "--lengths",
