@@ -16,6 +16,7 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.workload.stack = model::StackSpec::lorasim_runner();  // RunResult comes from lorasim's runner only
   m.micro_batch = r.micro_batch;
   m.accumulation = r.accumulation;
+  m.processes = r.processes;
   m.oom = r.oom;
   if (!r.collation.empty()) {  // the row says what the tensors held (an out-of-memory: none), not the data's distribution
     m.workload.train.lengths.reset();

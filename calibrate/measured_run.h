@@ -24,7 +24,8 @@ struct RunResult {
   double optimizer_time_s = 0;       ///< median AdamW step + zero_grad
   int64_t peak_allocated_bytes = 0;  ///< peak over the warm-up and measured steps (from an empty cache), AdamW state included
   int64_t peak_reserved_bytes = 0;   ///< same, plus the caching allocator's slack (= allocated on CPU)
-  std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a)
+  std::vector<double> losses;        ///< loss of each optimizer step (sum over micro-batches of CE / a; data parallel: the ranks' mean)
+  int64_t processes = 1;             ///< data-parallel ranks that trained it (Trainer::join); micro_batch is per rank
   // A run on data of many lengths (RunSpec::data_seed); seq_len is then the largest width timed.
   std::string collation;             ///< model::padding_name of the run's padding; empty: fixed lengths
   model::PaddedWidths padded_lengths;  ///< the padded width of every timed micro-batch

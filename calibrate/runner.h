@@ -11,6 +11,7 @@
 
 #include "calibrate/device.h"
 #include "calibrate/measured_run.h"
+#include "calibrate/process_group.h"
 #include "model/error.h"
 #include "model/workload.h"
 
@@ -67,6 +68,15 @@ class Trainer {
   const DeviceInfo& device() const;
   const model::Workload& workload() const;
 
+  /// Makes this trainer one rank of data-parallel training over `group` (which must outlive it):
+  /// each micro-batch of every later run is this rank's `micro_batch` rows of one draw of
+  /// micro_batch x ranks sequences, the adapters' gradients are averaged over the ranks once per
+  /// optimizer step (after the last micro-batch, as DDP under no_sync), and the reported losses
+  /// are the ranks' mean. Every rank must build its trainer with the same workload and seed (the
+  /// same starting weights) and run the same specs. Data of many lengths is refused (InputError):
+  /// the ranks would pad their shares apart.
+  void join(ProcessGroup& group);
+
   // ---- Test hooks (tests/calibrate); calibration does not need them. ----
 
   /// Training data: uniform random tokens (default, what calibration measures) or a
@@ -80,9 +90,12 @@ class Trainer {
   /// Forward + backward over one batch of micro_batch * accumulation sequences drawn from
   /// `data_seed`, split HF-style into `accumulation` micro-batches (loss / a each), without
   /// an optimizer step. Returns every adapter gradient flattened, in parameter order, then
-  /// clears the gradients.
+  /// clears the gradients. Joined to N ranks (join): this rank's micro_batch rows of each
+  /// micro-batch of micro_batch x N, the gradients averaged over the ranks.
   std::vector<float> accumulated_gradients(int64_t micro_batch, int64_t accumulation,
                                            int64_t seq_len, uint64_t data_seed);
+  /// Every adapter parameter flattened, in parameter order, as fp32.
+  std::vector<float> adapter_weights() const;
   /// Copies every frozen base tensor; base_weights_unchanged() compares against the copy
   /// bit for bit (torch::equal).
   void snapshot_base_weights();

@@ -69,6 +69,7 @@ void with_flag(const std::string& flag, F f) {
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
+  if (calibrates_interconnect(args)) return cmd_calibrate_interconnect(args);
   if (calibrates_hf_stack(args)) return cmd_calibrate_hf(args);
   const calib::CalibrationOptions defaults;
   std::string save, device = "auto", out, model, depths, seqs, precision = "bf16";

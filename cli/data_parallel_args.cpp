@@ -2,6 +2,7 @@
 #include "cli/data_parallel_args.h"
 
 #include "cli/format.h"
+#include "model/error.h"
 
 namespace lorasim::cli {
 
@@ -20,8 +21,13 @@ void add_data_parallel_options(OptionTable& t, DataParallelArgs& a) {
 
 void apply_data_parallel(const DataParallelArgs& a, sim::Request& request) {
   request.gpus = a.gpus;
-  if (!a.link.empty()) request.link = model::parse_link(a.link);
   request.fsdp = a.fsdp;
+  if (a.link.empty()) return;
+  request.link = model::parse_link(a.link);
+  // A CPU host's Gloo figures come from its own profile's [interconnect] only: no prior to stand in.
+  if (*request.link == model::Link::gloo_cpu)
+    throw InputError("gloo-cpu is no GPU link and has no prior: drop --link to use a CPU profile's measured "
+                     "[interconnect] (lorasim calibrate --interconnect --device cpu)", "link");
 }
 
 void add_split_data_parallel_json(const sim::Split& s, nlohmann::json& j) {

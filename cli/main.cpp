@@ -38,6 +38,7 @@ const Command kCommands[] = {
     {"calibrate",
      [](const Args& a) -> int {
        // The hf-peft stack is calibrated by its Python probe: no LibTorch, no hand-over.
+       if (lorasim::cli::calibrates_interconnect(a)) return lorasim::cli::cmd_calibrate_interconnect(a);
        if (lorasim::cli::calibrates_hf_stack(a)) return lorasim::cli::cmd_calibrate_hf(a);
        lorasim::cli::exec_train_binary("calibrate", a);
      },

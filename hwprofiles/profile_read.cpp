@@ -275,9 +275,11 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
     if (!t) r.fail_at(*ic, "interconnect must be a table ([interconnect]), got " + type_name(*ic));
     r.reject_unknown_keys(*t, "interconnect", kInterconnectKeys);
     model::Interconnect link;
-    link.link = model::parse_link(r.choice(*t, "interconnect", "link", {"nvlink", "pcie"}));
+    link.link = model::parse_link(r.choice(*t, "interconnect", "link", {"nvlink", "pcie", "gloo-cpu"}));
     link.allreduce_gbps = r.number(*t, "interconnect", "allreduce_gbps");
     link.allreduce_latency_s = r.number(*t, "interconnect", "allreduce_latency_s");
+    if (t->get("calibrated")) link.calibrated = r.boolean(*t, "interconnect", "calibrated");
+    if (t->get("source")) link.source = r.string(*t, "interconnect", "source");
     p.hw.interconnect = link;
   }
 

@@ -81,7 +81,8 @@ const std::vector<std::string> kProfileOtherKeys = {"calibrated", "coefficients_
                                                     "overlap", "source"};
 const std::vector<std::string> kTopLevelKeys = {"schema_version", "gpu",   "profile",     "time",
                                                 "memory",         "stack", "interconnect", "calibration"};
-const std::vector<std::string> kInterconnectKeys = {"link", "allreduce_gbps", "allreduce_latency_s"};
+const std::vector<std::string> kInterconnectKeys = {"link", "allreduce_gbps", "allreduce_latency_s", "calibrated",
+                                                    "source"};
 const std::vector<std::string> kStackOtherKeys = {"calibrated", "source"};
 
 std::vector<std::string> known_keys(const std::string& section) {

@@ -137,6 +137,9 @@ std::string to_toml(const Profile& p) {
        << "link = " << quote(model::link_name(hw.interconnect->link)) << "\n"
        << "allreduce_gbps = " << format_double(hw.interconnect->allreduce_gbps) << "\n"
        << "allreduce_latency_s = " << format_double(hw.interconnect->allreduce_latency_s) << "\n";
+    if (hw.interconnect->calibrated || !hw.interconnect->source.empty())
+      os << "calibrated = " << (hw.interconnect->calibrated ? "true" : "false") << "\n"
+         << "source = " << quote(hw.interconnect->source) << "\n";
   }
 
   if (!p.calibration.empty()) {

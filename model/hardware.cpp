@@ -7,11 +7,19 @@ namespace lorasim::model {
 
 HardwareModel::HardwareModel() { complete_values(*this); }
 
-const char* link_name(Link l) { return l == Link::nvlink ? "nvlink" : "pcie"; }
+const char* link_name(Link l) {
+  switch (l) {
+    case Link::nvlink: return "nvlink";
+    case Link::pcie: return "pcie";
+    case Link::gloo_cpu: return "gloo-cpu";
+  }
+  return "pcie";
+}
 
 Link parse_link(const std::string& text) {
   if (text == "nvlink") return Link::nvlink;
   if (text == "pcie") return Link::pcie;
+  if (text == "gloo-cpu") return Link::gloo_cpu;
   throw InputError("unknown link '" + text + "': expected nvlink or pcie", "link");
 }
 

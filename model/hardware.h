@@ -21,10 +21,12 @@ enum class Overlap {
   sum,  ///< synchronous device (CPU): host and compute time add
 };
 
-/// The link between the GPUs of one host that data-parallel training all-reduces over.
-enum class Link { nvlink, pcie };
-const char* link_name(Link l);
-/// Parses "nvlink", "pcie"; throws InputError (quantity "link") otherwise.
+/// The link between the GPUs of one host that data-parallel training all-reduces over. gloo_cpu
+/// is no GPU link: processes of one CPU host all-reducing through Gloo (loopback TCP), what an
+/// interconnect calibration on the CPU measures; it has no prior and is never taken for a GPU's.
+enum class Link { nvlink, pcie, gloo_cpu };
+const char* link_name(Link l);  ///< "nvlink", "pcie", "gloo-cpu"
+/// Parses "nvlink", "pcie", "gloo-cpu"; throws InputError (quantity "link") otherwise.
 Link parse_link(const std::string& text);
 
 /// A profile's [interconnect] table (docs/profile-schema.md): what a ring all-reduce between
@@ -33,7 +35,10 @@ struct Interconnect {
   Link link = Link::pcie;
   double allreduce_gbps = 0;       ///< bus bandwidth, GB/s (1e9 bytes/s), as nccl-tests reports it
   double allreduce_latency_s = 0;  ///< per ring step (2(N-1) steps per all-reduced bucket)
+  bool calibrated = false;         ///< fitted from timed all-reduces (calibrate/fit_interconnect.h), not a prior
+  std::string source;              ///< how it was measured, where calibrated (backend, processes, sizes, date)
 };
+/// Equal link and figures (not provenance).
 bool operator==(const Interconnect& a, const Interconnect& b);
 
 /// Where a stack's own section ([stack.NAME]) came from.

@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libtorch-dev libtomlplusplus-dev libeigen3-dev
       libboost-program-options-dev libgtest-dev nlohmann-json3-dev
+      libgloo-dev  # c10d's ProcessGroupGloo header needs gloo's headers (calibrate/process_group.cpp)
       librsvg2-bin libpng-dev)  # the --plot test renders the SVG (rsvg-convert) and decodes the PNG
 missing=()
 for p in "${pkgs[@]}"; do

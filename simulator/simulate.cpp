@@ -96,7 +96,9 @@ std::string data_parallel_note(const Result& r, const model::HardwareModel& hw) 
   std::snprintf(bw, sizeof bw, "%g GB/s", ic.allreduce_gbps);
   const bool own = hw.interconnect && *hw.interconnect == ic;
   const std::string over = std::string(" over ") + model::link_name(ic.link) + " at " + bw +
-                           (own ? " (the profile's [interconnect])" : " (the link's datasheet prior)");
+                           (!own ? " (the link's datasheet prior)"
+                                 : ic.calibrated ? " (the profile's [interconnect], measured: " + hw.interconnect->source + ")"
+                                                 : " (the profile's [interconnect])");
   if (r.fsdp)
     return std::to_string(dp.gpus) + " GPUs, FSDP FULL_SHARD: each GPU holds " +
            mib(r.fsdp_memory.sharded_weights_bytes) + " of sharded frozen weights, the " +

@@ -2,9 +2,14 @@
 """Data-parallel Trainer runs for issue 19 (docs/data-parallel.md): every split of an effective
 batch on N GPUs of one host, each split one `torchrun --standalone --nproc_per_node N` launch of a
 transformers `Trainer` (DDP over NCCL; Gloo on the CPU) with `LorasimCallback` appending its row
-(rank 0 writes; `processes` = N, micro_batch and accumulation per process). Then:
+(rank 0 writes; `processes` = N, micro_batch and accumulation per process). First, the interconnect
+is calibrated both ways (docs/data-parallel.md), so one GPU call gives both: the runner's c10d
+(`lorasim calibrate --interconnect --processes N`, NCCL) and the hf-peft stack's torch.distributed
+(`torchrun -m lorasim_hf.probe_allreduce`, fitted by `lorasim calibrate --interconnect
+--measurements`); rows and profiles land beside --out (OUT-allreduce-*.csv, OUT-interconnect-*.toml).
+Then:
 
-    lorasim validate --measurements ddp-rows.jsonl --gpu h200
+    lorasim validate --measurements ddp-rows.jsonl --profile ddp-rows-interconnect-hf.toml
 
 Offline: models from config.json with random bf16 weights, random tokens.
 
@@ -64,6 +69,43 @@ def worker(args):
             print(f"ddp_runs: rank 0 of {world}: {b}x{a}x{world} {cb.row['step_time_s']:.4f} s/step", flush=True)
 
 
+def lorasim_binary(given):
+    """--lorasim, $LORASIM, or the build tree's; None when none is there."""
+    for path in (given, os.environ.get("LORASIM"), os.path.join(HERE, "..", "..", "build", "cli", "lorasim")):
+        if path and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+    return None
+
+
+def calibrate_interconnect(args, launcher):
+    """All-reduces timed by the runner's c10d and by torch.distributed, each fitted into a profile."""
+    stem = os.path.splitext(args.out)[0]
+    exe = lorasim_binary(args.lorasim)
+    device = "cpu" if args.smoke else "cuda"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "..", "..", "python"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    hf_rows = f"{stem}-allreduce-hf.csv"
+    rc = subprocess.run([launcher, "--standalone", "--nproc_per_node", str(args.gpus), "-m", "lorasim_hf.probe_allreduce",
+                         "--device", device, "--out", hf_rows], env=env).returncode
+    print(f"ddp_runs: torch.distributed all-reduce rows {'written to ' + hf_rows if rc == 0 else f'failed (exit {rc})'}",
+          flush=True)
+    if exe is None:
+        print("ddp_runs: no lorasim binary (--lorasim, $LORASIM or build/cli/lorasim): the runner's c10d timing "
+              "and the fits are skipped", flush=True)
+        return
+    # The runner's rows go into the GPU's profile (CPU rows, in --smoke, into the CPU's own).
+    base = ["--device", "cpu"] if args.smoke else ["--device", "cuda", "--profile", os.path.join(HERE, "..", "..", "hwprofiles", "h200.toml")]
+    runner_toml = f"{stem}-interconnect-lorasim.toml"
+    cmd = [exe, "calibrate", "--interconnect", "--processes", str(args.gpus), *base, "--out", runner_toml,
+           "--save-measurements", f"{stem}-allreduce-lorasim.csv"]
+    rc = subprocess.run(cmd).returncode
+    print(f"ddp_runs: c10d all-reduce rows of the runner: {'ok' if rc == 0 else f'failed (exit {rc})'}", flush=True)
+    if os.path.exists(hf_rows):
+        profile = runner_toml if args.smoke else os.path.join(HERE, "..", "..", "hwprofiles", "h200.toml")
+        subprocess.run([exe, "calibrate", "--interconnect", "--measurements", hf_rows, "--profile", profile,
+                        "--out", f"{stem}-interconnect-hf.toml"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpus", type=int, default=2)
@@ -71,6 +113,8 @@ def main():
     ap.add_argument("--steps", type=int, default=8, help="optimizer steps per split, warm-up included")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--smoke", action="store_true", help="a tiny model on CPU processes (Gloo): checks the script")
+    ap.add_argument("--lorasim", help="the lorasim binary for the interconnect calibration (default: $LORASIM, build/cli/lorasim)")
+    ap.add_argument("--no-interconnect", action="store_true", help="skip the interconnect calibration")
     # The worker's own arguments (one split), set by the launcher below.
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     for k, t in (("model", str), ("config", str), ("seq-len", int), ("micro-batch", int), ("accumulation", int)):
@@ -85,6 +129,8 @@ def main():
         sys.exit("ddp_runs: no torchrun next to this Python (it comes with torch)")
     cells = [("tiny", "configs/smoke.json", 32, 4 * args.gpus, False)] if args.smoke else CELLS
     start = time.monotonic()
+    if not args.no_interconnect:
+        calibrate_interconnect(args, launcher)
     for name, cfg, seq, batch, ckpt in cells:
         if batch % args.gpus:
             sys.exit(f"ddp_runs: effective batch {batch} does not divide among {args.gpus} GPUs")

@@ -47,6 +47,25 @@ TEST(InterconnectTest, EveryBuiltinGpuHasItsDatasheetLink) {
   }
 }
 
+TEST(InterconnectTest, AMeasuredGlooCpuLinkRoundTripsWithItsProvenance) {
+  const Profile p = parse_profile(with_table("[interconnect]\nlink = \"gloo-cpu\"\nallreduce_gbps = 0.75\n"
+                                             "allreduce_latency_s = 1.5e-4\ncalibrated = true\nsource = \"c10d gloo\"\n"),
+                                  "p.toml");
+  ASSERT_TRUE(p.hw.interconnect);
+  EXPECT_EQ(p.hw.interconnect->link, model::Link::gloo_cpu);
+  EXPECT_TRUE(p.hw.interconnect->calibrated);
+  EXPECT_EQ(p.hw.interconnect->source, "c10d gloo");
+  const std::string text = to_toml(p);
+  EXPECT_NE(text.find("link = \"gloo-cpu\"\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("calibrated = true\nsource = \"c10d gloo\"\n"), std::string::npos) << text;
+  const Profile again = parse_profile(text, "p.toml");
+  EXPECT_EQ(again.hw.interconnect->source, "c10d gloo");
+  // A prior table writes no provenance keys: the built-in profiles' text is unchanged.
+  const Profile prior = parse_profile(with_table("[interconnect]\nlink = \"pcie\"\nallreduce_gbps = 12.5\nallreduce_latency_s = 2e-5\n"), "p.toml");
+  EXPECT_EQ(to_toml(prior).find("source = \"\"\n"), std::string::npos);
+  EXPECT_EQ(to_toml(prior).find("calibrated = false\nsource"), std::string::npos);
+}
+
 TEST(InterconnectTest, ATableRoundTripsAndNoTableStaysNone) {
   const Profile with = parse_profile(with_table("[interconnect]\nlink = \"pcie\"\nallreduce_gbps = 12.5\nallreduce_latency_s = 2e-5\n"), "p.toml");
   ASSERT_TRUE(with.hw.interconnect);
@@ -61,7 +80,7 @@ TEST(InterconnectTest, ATableRoundTripsAndNoTableStaysNone) {
 
 TEST(InterconnectTest, AMalformedTableIsRefusedNamingTheKey) {
   EXPECT_NE(error_of(with_table("[interconnect]\nlink = \"ethernet\"\nallreduce_gbps = 1.0\nallreduce_latency_s = 0.0\n"))
-                .find("[interconnect].link must be one of \"nvlink\", \"pcie\" (got \"ethernet\")"),
+                .find("[interconnect].link must be one of \"nvlink\", \"pcie\", \"gloo-cpu\" (got \"ethernet\")"),
             std::string::npos);
   EXPECT_NE(error_of(with_table("[interconnect]\nlink = \"pcie\"\nallreduce_latency_s = 0.0\n"))
                 .find("p.toml: [interconnect].allreduce_gbps is missing"),
