@@ -136,8 +136,15 @@ namespace {
 // A block small enough to count by hand: h = 4, i = 8, q_dim = 4, kv_dim = 2, LoRA on q only.
 Workload toy_block(Precision p) {
   Workload w;
-  //                name   hidden inter layers heads kv head_dim vocab
-  w.arch = Architecture{"toy", 4, 8, 2, 2, 1, 2, 16};
+  w.arch = Architecture{};
+  w.arch.name = "toy";
+  w.arch.hidden_size = 4;
+  w.arch.intermediate_size = 8;
+  w.arch.num_layers = 2;
+  w.arch.num_heads = 2;
+  w.arch.num_kv_heads = 1;
+  w.arch.head_dim = 2;
+  w.arch.vocab_size = 16;
   w.lora.rank = 1;
   w.lora.targets = {Target::q};
   w.train.seq_len = 5;

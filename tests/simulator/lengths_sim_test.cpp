@@ -198,6 +198,9 @@ TEST(LengthsSimTest, AnEpochMeetsEveryLengthOnceAtMicroBatchOne) {
   sim::Request r = request(4, model::LengthDistribution::from_bins(bins));
   r.workload.stack = model::StackSpec{};  // hf-peft, whose new_shape_s was measured
   const sim::LengthsResult res = sim::simulate_lengths(r);
-  for (size_t i = 0; i < res.result.splits.size(); ++i)
-    if (res.result.splits[i].micro_batch == 1) EXPECT_DOUBLE_EQ(res.lengths[i].new_shapes_per_epoch, 299.0);
+  for (size_t i = 0; i < res.result.splits.size(); ++i) {
+    if (res.result.splits[i].micro_batch == 1) {
+      EXPECT_DOUBLE_EQ(res.lengths[i].new_shapes_per_epoch, 299.0);
+    }
+  }
 }
