@@ -2,6 +2,7 @@
 // design matrices built from model/coefficients.h, and the named constants of the fit.
 #pragma once
 #include <Eigen/Dense>
+#include <cstdio>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -13,6 +14,13 @@
 #include "model/hardware.h"
 
 namespace lorasim::calib::detail {
+
+/// A fitted value for the fit's notes, to three significant figures.
+inline std::string fixed3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
 
 /// Too few rows to determine the coefficients: fit_profile refuses below this many.
 inline constexpr size_t kMinRows = 3;

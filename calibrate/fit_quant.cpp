@@ -15,12 +15,6 @@
 namespace lorasim::calib::detail {
 namespace {
 
-std::string fixed3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
 // One quantized row's step at the view with both quant terms at 0, and each term's regressor per
 // step (the device one scaled by device_scale, as the device terms are).
 struct QuantPoint {

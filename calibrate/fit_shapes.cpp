@@ -14,12 +14,6 @@
 namespace lorasim::calib::detail {
 namespace {
 
-std::string fixed3(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
 bool stack_owns(const char* name, model::StackKind s) { return model::find_coefficient(name)->owned_by(s); }
 
 // The measured micro-batch: the probe's own figure, else the step less its optimizer, per micro-batch.

@@ -149,16 +149,7 @@ LengthsResult simulate_lengths_data_parallel(const Request& r, const LengthsOpti
     s.fits = s.worst_reserved_bytes <= res.usable_memory_bytes;
   }
 
-  std::vector<size_t> order;
-  for (size_t i = 0; i < res.splits.size(); ++i) {
-    res.splits[i].rank = 0;
-    if (res.splits[i].fits) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return out.lengths[x].epoch_time_s < out.lengths[y].epoch_time_s; });
-  for (size_t k = 0; k < order.size(); ++k) res.splits[order[k]].rank = static_cast<int>(k + 1);
-  res.recommended.reset();
-  if (!order.empty()) res.recommended = order.front();
+  rank_by_epoch(out);
 
   std::vector<std::string> notes;
   const std::string no_fit = "no split's worst micro-batch";

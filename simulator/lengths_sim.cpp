@@ -114,6 +114,20 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
   return bound ? c.varying_bound_default : c.varying_share_default;
 }
 
+void rank_by_epoch(LengthsResult& out) {
+  Result& res = out.result;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < res.splits.size(); ++i) {
+    res.splits[i].rank = 0;
+    if (res.splits[i].fits) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return out.lengths[x].epoch_time_s < out.lengths[y].epoch_time_s; });
+  for (size_t k = 0; k < order.size(); ++k) res.splits[order[k]].rank = static_cast<int>(k + 1);
+  res.recommended.reset();
+  if (!order.empty()) res.recommended = order.front();
+}
+
 LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
   if (o.sampled_steps < 1)
     throw InputError("sampled steps must be at least 1, got " + std::to_string(o.sampled_steps));
@@ -246,18 +260,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     out.lengths.push_back(f);
   }
 
-  // Rank by epoch time among the splits whose worst micro-batch fits; equal times keep the
-  // larger accumulation (smaller memory), as simulate() does.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < res.splits.size(); ++i) {
-    res.splits[i].rank = 0;
-    if (res.splits[i].fits) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return out.lengths[x].epoch_time_s < out.lengths[y].epoch_time_s; });
-  for (size_t k = 0; k < order.size(); ++k) res.splits[order[k]].rank = static_cast<int>(k + 1);
-  res.recommended.reset();
-  if (!order.empty()) res.recommended = order.front();
+  rank_by_epoch(out);
 
   if (varying && share > 0)
     notes.push_back(std::string("micro-batches of varying shapes: reserved memory adds the ") +

@@ -57,6 +57,11 @@ struct LengthsResult {
 /// peak adds.
 double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound);
 
+/// Ranks `out.result`'s splits by epoch time among those whose worst micro-batch fits (equal
+/// times keep the larger accumulation, smaller memory, as simulate() does) and sets the
+/// recommendation to the first.
+void rank_by_epoch(LengthsResult& out);
+
 /// `r.workload.train.lengths` is the data's distribution (truncated at its maximum length;
 /// empty: the one-point distribution at seq_len), `train.padding` how micro-batches are padded.
 /// Throws InputError for an invalid request or options (sampled steps < 1), as simulate().

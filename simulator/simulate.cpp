@@ -121,32 +121,35 @@ std::string fsdp_would_fit_note(const Split& s, int64_t gpus) {
          " fits (worst case " + mib(s.worst_reserved_bytes) + " per GPU)";
 }
 
+namespace {
+
+// What every data-parallel step adds on top of one GPU's: the collectives' exposed time, and the
+// memory each GPU holds beyond one GPU's peak (negative under FSDP: its shards).
+void add_per_gpu(double exposed_s, double memory_bytes, int64_t steps, double tokens_per_step, Split& s) {
+  s.step_time_s += exposed_s;
+  s.step_time_low_s += exposed_s;
+  s.step_time_high_s += exposed_s;
+  s.run_time_s = static_cast<double>(steps) * s.step_time_s;
+  s.tokens_per_s = tokens_per_step / s.step_time_s;
+  s.peak_allocated_bytes += memory_bytes;
+  s.peak_reserved_bytes += memory_bytes;
+  s.worst_reserved_bytes += memory_bytes;
+}
+
+}  // namespace
+
 void add_fsdp(const FsdpMicroBatch& step, const FsdpMemory& m, int64_t steps, double tokens_per_step, Split& s) {
   s.fsdp = true;
   s.fsdp_comm_time_s = step.comm_s;
   s.fsdp_exposed_s = step.exposed_s;
-  s.step_time_s += step.exposed_s;
-  s.step_time_low_s += step.exposed_s;
-  s.step_time_high_s += step.exposed_s;
-  s.run_time_s = static_cast<double>(steps) * s.step_time_s;
-  s.tokens_per_s = tokens_per_step / s.step_time_s;
-  s.peak_allocated_bytes += m.delta_bytes;
-  s.peak_reserved_bytes += m.delta_bytes;
-  s.worst_reserved_bytes += m.delta_bytes;
+  add_per_gpu(step.exposed_s, m.delta_bytes, steps, tokens_per_step, s);
 }
 
 void add_data_parallel(const DataParallelCost& dp, int64_t steps, double tokens_per_step, Split& s) {
   s.gpus = dp.gpus;
   s.allreduce_time_s = dp.allreduce_time_s;
   s.allreduce_exposed_s = dp.allreduce_exposed_s;
-  s.step_time_s += dp.allreduce_exposed_s;
-  s.step_time_low_s += dp.allreduce_exposed_s;
-  s.step_time_high_s += dp.allreduce_exposed_s;
-  s.run_time_s = static_cast<double>(steps) * s.step_time_s;
-  s.tokens_per_s = tokens_per_step / s.step_time_s;
-  s.peak_allocated_bytes += dp.bucket_memory_bytes;
-  s.peak_reserved_bytes += dp.bucket_memory_bytes;
-  s.worst_reserved_bytes += dp.bucket_memory_bytes;
+  add_per_gpu(dp.allreduce_exposed_s, dp.bucket_memory_bytes, steps, tokens_per_step, s);
 }
 
 Result simulate(const Request& r) {
