@@ -41,13 +41,15 @@ EPOCH_SPLITS = [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16)]  # the likeliest to ru
 
 
 def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2,
-         quant=None, attn="sdpa", targets=None):
+         quant=None, attn="sdpa", targets=None, order="random"):
     """quant: None (bf16 base) or a bitsandbytes 4-bit type ("nf4", "fp4"), double quantization on, bf16 compute
     (the QLoRA recipe); attn: attn_implementation; targets: LoRA target_modules (default: the seven Llama
-    projections)."""
+    projections); order: "random" (the trainer's own sampler) or "worst_last" (n sequences in a fixed order,
+    the data's b longest together as the epoch's last micro-batch: the worst micro-batch after the allocator
+    has held every shape before it; with epoch=True)."""
     return dict(model=model[0], config=model[1], dist=dist, trainer=trainer, splits=splits, allocator=allocator,
                 cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup, quant=quant, attn=attn,
-                targets=targets or LLAMA_TARGETS)
+                targets=targets or LLAMA_TARGETS, order=order)
 
 
 PLANS = {
@@ -145,10 +147,18 @@ def read_lengths(name):
     return [int(r["length"]) for r in rows for _ in range(int(r["count"]))], os.path.relpath(path, REPO)
 
 
-def dataset_lengths(dist, n, seed=0):
-    """N sequences' lengths in a seeded random order (all of the histogram when n is None)."""
+def dataset_lengths(dist, n, seed=0, worst_last_of=None):
+    """N sequences' lengths in a seeded random order (all of the histogram when n is None). With
+    worst_last_of=b, the data's b longest sequences close the order (the epoch's last micro-batch of b)
+    and the n - b before them are the others' seeded order."""
     lengths, path = read_lengths(dist)
     random.Random(seed).shuffle(lengths)
+    if worst_last_of:
+        b = worst_last_of
+        longest = sorted(range(len(lengths)), key=lambda i: lengths[i])[-b:]
+        rest = [lengths[i] for i in range(len(lengths)) if i not in set(longest)]
+        head = rest if n is None else rest[:n - b]
+        return head + [lengths[i] for i in longest], path, max(lengths)
     return (lengths if n is None else lengths[:n]), path, max(lengths)
 
 
@@ -259,7 +269,8 @@ def job_row_head(j, concurrent):
     b, a = j["split"]
     return {"model": j["model"], "config": j["config"], "distribution": j["dist"], "trainer": j["trainer"],
             "allocator": j["allocator"], "micro_batch": b, "accumulation": a, "effective_batch": b * a,
-            "cap_gib": j["cap_gib"], "concurrent_processes": concurrent}
+            "cap_gib": j["cap_gib"], "concurrent_processes": concurrent,
+            **{k: j[k] for k in ("pressure_cell", "role", "cap_share", "predicted_allocated_bytes") if k in j}}
 
 
 # ---------------------------------------------------------------- the worker
@@ -270,19 +281,16 @@ def worker(spec):
     smoke = spec["smoke"]
     cuda = not smoke
     jobs = {int(k): v for k, v in spec["jobs"].items()}
-    first = jobs[min(jobs)]
-    cap = None
-    if cuda:
-        total = torch.cuda.get_device_properties(0).total_memory
-        if first["cap_gib"]:
-            cap = int(first["cap_gib"] * GIB)
-            torch.cuda.set_per_process_memory_fraction(cap / total, 0)  # before any model is built
+    total = torch.cuda.get_device_properties(0).total_memory if cuda else None
     ctx = Context(torch, smoke)
     for i in sorted(jobs):
         j = jobs[i]
         if time.time() > spec["deadline"] - spec["min_split_s"]:
             print(f"lengths_runs: budget reached, skipping {job_name(j)}", flush=True)
             continue
+        cap = int(j["cap_gib"] * GIB) if j["cap_gib"] else None
+        if cuda:  # before the split's model is built; a job without a cap may use the whole GPU
+            torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total) if cap else 1.0, 0)
         mark(spec["state"], "start", i)
         row = run_split(ctx, j, spec, cap)
         append_row(spec["rows"], row)
@@ -328,11 +336,11 @@ class Context:
                                                                          eos_token="t1")
         return self._tok[vocab]
 
-    def data(self, dist, n, vocab):
+    def data(self, dist, n, vocab, worst_last_of=None):
         """(lengths, token ids per sequence as one flat tensor and offsets, file, max length), seeded."""
-        key = (dist, n, vocab)
+        key = (dist, n, vocab, worst_last_of)
         if key not in self._data:
-            lengths, path, max_len = dataset_lengths(dist, n)
+            lengths, path, max_len = dataset_lengths(dist, n, worst_last_of=worst_last_of)
             g = self.torch.Generator().manual_seed(1)
             flat = self.torch.randint(2, vocab, (sum(lengths),), generator=g)  # 0 pads, 1 is eos
             offsets = [0]
@@ -341,11 +349,11 @@ class Context:
             self._data[key] = (lengths, flat, offsets, path, max_len)
         return self._data[key]
 
-    def hf_dataset(self, dist, n, vocab):
-        key = ("hf", dist, n, vocab)
+    def hf_dataset(self, dist, n, vocab, worst_last_of=None):
+        key = ("hf", dist, n, vocab, worst_last_of)
         if key not in self._data:
             import datasets
-            lengths, flat, offsets, _, _ = self.data(dist, n, vocab)
+            lengths, flat, offsets, _, _ = self.data(dist, n, vocab, worst_last_of)
             ids = [flat[offsets[i]:offsets[i + 1]].tolist() for i in range(len(lengths))]
             self._data[key] = datasets.Dataset.from_dict({"input_ids": ids})
         return self._data[key]
@@ -444,11 +452,13 @@ def run_split(ctx, j, spec, cap):
         d = json.load(f)
     model_type = d.pop("model_type")
     vocab = d["vocab_size"]
-    lengths, flat, offsets, lengths_file, max_length = ctx.data(j["dist"], j["n"], vocab)
+    worst_last = b if j.get("order") == "worst_last" else None
+    lengths, flat, offsets, lengths_file, max_length = ctx.data(j["dist"], j["n"], vocab, worst_last)
     if smoke:
         max_length = min(max_length, 256)
     steps_planned = (len(lengths) + b * a - 1) // (b * a) if j["epoch"] else j["warmup"] + j["timed"]
     row.update(lengths_file=lengths_file, n_sequences=len(lengths), data_order_seed=0, token_seed=1,
+               order=j.get("order", "random"),
                sampler_seed=0, max_length=max_length, padding="longest", packing=False,
                data_mean_len=sum(lengths) / len(lengths), full_epoch=j["epoch"], steps_planned=steps_planned,
                warmup_steps=j["warmup"], alloc_conf=os.environ.get("PYTORCH_CUDA_ALLOC_CONF"), cap_bytes=cap,
@@ -488,7 +498,7 @@ def run_split(ctx, j, spec, cap):
             # TRL's defaults (gradient checkpointing, bf16, no packing, padding to the longest); only what
             # running offline needs: pre-tokenized rows, an in-memory tokenizer, and the data's max_length
             targs = trl.SFTConfig(**common, max_length=max_length)
-            trainer = trl.SFTTrainer(model=model, args=targs, train_dataset=ctx.hf_dataset(j["dist"], j["n"], vocab),
+            trainer = trl.SFTTrainer(model=model, args=targs, train_dataset=ctx.hf_dataset(j["dist"], j["n"], vocab, worst_last),
                                      processing_class=ctx.tokenizer(vocab), peft_config=lora, callbacks=[rec])
         else:
             ckpt = {}
@@ -500,6 +510,9 @@ def run_split(ctx, j, spec, cap):
                                                    remove_unused_columns=False)
             trainer = transformers.Trainer(model=model, args=targs, train_dataset=token_dataset(torch, flat, offsets),
                                            data_collator=pad_to_longest(torch, max_length), callbacks=[rec])
+        if worst_last:  # the data's own order: the worst micro-batch comes last
+            sequential = torch.utils.data.SequentialSampler(trainer.train_dataset)
+            trainer._get_train_sampler = lambda *args, **kwargs: sequential
         collate = trainer.data_collator
 
         def recording_collator(features):
