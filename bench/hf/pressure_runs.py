@@ -12,6 +12,7 @@ binary on the development machine, before the run, into a caps file:
 
     python3 bench/hf/pressure_runs.py --predict build/cli/lorasim > bench/hf/pressure-caps.json
     python3 bench/hf/pressure_runs.py --caps bench/hf/pressure-caps.json --budget-s 520 --out-dir $OUT  # GPU
+    python3 bench/hf/pressure_runs.py --plan validate --budget-s 520 --out-dir $OUT --rows validate-rows.jsonl
     python3 bench/hf/pressure_runs.py --smoke --out-dir /tmp/pressure-smoke  # CPU, tiny model, no caps
 
 Every run trains one epoch over the cell's sequences in a fixed order whose last micro-batch holds the
@@ -46,6 +47,23 @@ CELLS = [
     ("q25-trainer-chat-2x8", lr.QWEN25, "chat", "Trainer", (2, 8), 4, "held out"),
     ("q25-sft-chat-8x2", lr.QWEN25, "chat", "SFTTrainer", (8, 2), 10, "held out"),
 ]
+# --plan validate: what `lorasim simulate --memory-limit <cap + context> --safety-margin 0` recommends
+# under an allocator capped as on a 16 GB and a 24 GB GPU (15 and 23 GiB), with varying_need_default,
+# each over one epoch of 256 sequences whose last micro-batch is the worst: (name, model, distribution,
+# trainer, (b, a), cap GiB). Every one of them is held out.
+VALIDATE = [
+    ("v15-q3-trainer-longtail-1x16", lr.QWEN3, "longtail", "Trainer", (1, 16), 15.0),
+    ("v15-q3-sft-chat-8x2", lr.QWEN3, "chat", "SFTTrainer", (8, 2), 15.0),
+    ("v15-q3-sft-longtail-16x1", lr.QWEN3, "longtail", "SFTTrainer", (16, 1), 15.0),
+    ("v15-q25-trainer-longtail-1x16", lr.QWEN25, "longtail", "Trainer", (1, 16), 15.0),
+    ("v23-q3-trainer-longtail-2x8", lr.QWEN3, "longtail", "Trainer", (2, 8), 23.0),
+    ("v23-q3-trainer-chat-1x16", lr.QWEN3, "chat", "Trainer", (1, 16), 23.0),
+    ("v23-q3-sft-chat-16x1", lr.QWEN3, "chat", "SFTTrainer", (16, 1), 23.0),
+    ("v23-q25-trainer-longtail-2x8", lr.QWEN25, "longtail", "Trainer", (2, 8), 23.0),
+    ("v23-q25-trainer-chat-1x16", lr.QWEN25, "chat", "Trainer", (1, 16), 23.0),
+]
+VALIDATE_SEQUENCES = 256
+
 SMOKE_CELLS = [("tiny-sft-longtail-2x2", SMOKE, "longtail", "SFTTrainer", (2, 2), 3, "fit"),
                ("tiny-trainer-chat-4x1", SMOKE, "chat", "Trainer", (4, 1), 3, "held out")]
 
@@ -117,6 +135,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--predict", metavar="LORASIM", help="print the caps file (JSON) from this lorasim binary")
     ap.add_argument("--caps", help="the caps file --predict wrote")
+    ap.add_argument("--plan", choices=["pressure", "validate"], default="pressure",
+                    help="pressure: the capped grid of CELLS; validate: VALIDATE's recommended splits, one epoch each")
     ap.add_argument("--out-dir")
     ap.add_argument("--rows", default="pressure-rows.jsonl")
     ap.add_argument("--budget-s", type=float, default=520)
@@ -129,12 +149,27 @@ def main():
         json.dump(predict(args.predict), sys.stdout, indent=1)
         print()
         return
-    if not args.out_dir or not (args.caps or args.smoke):
-        ap.error("--out-dir and --caps (or --smoke) are required")
+    if not args.out_dir or not (args.caps or args.smoke or args.plan == "validate"):
+        ap.error("--out-dir and --caps (or --smoke, or --plan validate) are required")
     args.smoke_oom = False
     os.makedirs(args.out_dir, exist_ok=True)
     rows = os.path.join(args.out_dir, args.rows)
     deadline = time.time() + args.budget_s
+    if args.plan == "validate":
+        tasks = []
+        for name, model, dist, trainer, (b, a), cap in (VALIDATE[:2] if args.smoke else VALIDATE):
+            j = lr.cell(SMOKE if args.smoke else model, dist, trainer, [(b, a)], allocator="default", cap_gib=None if args.smoke else cap,
+                        n=32 if args.smoke else VALIDATE_SEQUENCES, epoch=True, warmup=1, order="worst_last")
+            j = dict(j, split=[b, a], pressure_cell=name, role="held out")
+            state = os.path.join(tempfile.mkdtemp(prefix="pressure-validate-"), name + ".state")
+            tasks.append((cap + 0.6, lambda j=j, state=state, tag=name: lr.run_group(args, tag, [j], state, deadline,
+                                                                                      rows, args.max_procs)))
+        run_packed(tasks, args.gpu_budget_gib, args.max_procs)
+        for r in read_rows(rows):
+            print(f"  {r.get('pressure_cell')}: " + ("OOM at step %s" % r.get("oom_step") if r.get("oom") else
+                  f"ok, {r.get('steps_run')} steps, peak {(r.get('peak_reserved_bytes') or 0) / lr.GIB:.2f} GiB reserved")
+                  + (f" [error: {r['error']}]" if r.get("error") else ""), flush=True)
+        return
     cells = SMOKE_CELLS if args.smoke else CELLS
     pred = {c[0]: {"peak_allocated_bytes": lr.GIB, "activation_bytes": lr.GIB} for c in cells} if args.smoke else json.load(open(args.caps))
     state_dir = tempfile.mkdtemp(prefix="pressure-runs-")
