@@ -78,6 +78,7 @@ nlohmann::json split_json(const sim::Split& s) {
           {"peak_allocated_bytes", static_cast<int64_t>(s.peak_allocated_bytes)},
           {"peak_reserved_bytes", static_cast<int64_t>(s.peak_reserved_bytes)},
           {"worst_reserved_bytes", static_cast<int64_t>(s.worst_reserved_bytes)},
+          {"needed_bytes", static_cast<int64_t>(s.needed_bytes)},
           {"fits", s.fits},
           {"measured", s.measured},
           {"measured_oom", s.measured_oom},

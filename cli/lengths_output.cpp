@@ -72,12 +72,24 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
   }
 }
 
+namespace {
+
+/// The worst micro-batch's memory: what it needs, and the allocator's hold where that is more.
+std::string worst_memory_phrase(const sim::Split& s) {
+  if (s.needed_bytes < s.worst_reserved_bytes)
+    return "needs " + human_bytes(s.needed_bytes) + " (the allocator holds up to " + human_bytes(s.worst_reserved_bytes) +
+           " where the GPU has it)";
+  return human_bytes(s.worst_reserved_bytes) + " reserved";
+}
+
+}  // namespace
+
 void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
   out << "micro_batch,accumulation,step_time_s,step_time_p99_s,padding_fraction,epoch_time_s,steps_per_epoch,"
          "mean_padded_length_tokens,worst_padded_length_tokens,micro_batch_time_s,host_time_s,device_time_s,"
          "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
          "worst_reserved_bytes,fits,host_bound,rank,step_time_low_s,step_time_high_s,grad_ckpt,new_shapes_per_step,"
-         "new_shape_time_s\n";
+         "new_shape_time_s,needed_bytes\n";
   for (size_t i = 0; i < r.result.splits.size(); ++i) {
     const sim::Split& s = r.result.splits[i];
     const sim::LengthFigures& f = r.lengths[i];
@@ -89,7 +101,7 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
         << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << static_cast<int64_t>(s.worst_reserved_bytes) << ','
         << (s.fits ? "true" : "false") << ',' << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
         << s.step_time_low_s << ',' << s.step_time_high_s << ',' << (s.grad_ckpt ? "true" : "false") << ','
-        << f.new_shapes_per_step << ',' << f.new_shape_time_s << '\n';
+        << f.new_shapes_per_step << ',' << f.new_shape_time_s << ',' << static_cast<int64_t>(s.needed_bytes) << '\n';
   }
 }
 
@@ -118,7 +130,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
       << human_bytes(p.hw.value("context_bytes")) << " CUDA context)\n\n";
   if (o.with_splits) {
     std::vector<std::string> header = {"micro", "accum", "step (mean)", "p99", "epoch", "padding", "padded len",
-                                       "worst len", "peak reserved", "worst reserved", "fits", "rank", "bound by"};
+                                       "worst len", "peak reserved", "worst reserved", "needs", "fits", "rank", "bound by"};
     if (both) header.insert(header.begin() + 2, "ckpt");
     Table t(header);
     for (size_t i = 0; i < res.splits.size(); ++i) {
@@ -128,7 +140,8 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
           std::to_string(s.micro_batch), std::to_string(s.accumulation), human_seconds(s.step_time_s),
           human_seconds(f.step_time_p99_s), human_seconds(f.epoch_time_s), percent(f.padding_fraction),
           fixed(f.mean_padded_length_tokens, 0), std::to_string(f.worst_padded_length_tokens),
-          human_bytes(s.peak_reserved_bytes), human_bytes(s.worst_reserved_bytes), s.fits ? "yes" : "no",
+          human_bytes(s.peak_reserved_bytes), human_bytes(s.worst_reserved_bytes), human_bytes(s.needed_bytes),
+          s.fits ? "yes" : "no",
           s.rank ? std::to_string(s.rank) : "-", s.host_bound ? "host" : "device"};
       if (both) row.insert(row.begin() + 2, s.grad_ckpt ? "on" : "off");
       t.add(row);
@@ -147,7 +160,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
         << (both ? best.grad_ckpt ? " with gradient checkpointing" : " without gradient checkpointing" : "") << ": "
         << human_seconds(best.step_time_s) << " per step on average (p99 " << human_seconds(f.step_time_p99_s)
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
-        << " padding, worst micro-batch " << human_bytes(best.worst_reserved_bytes) << " reserved\n"
+        << " padding, worst micro-batch " << worst_memory_phrase(best) << "\n"
         << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
     print_launch(out, hf_arguments(best, w, true, a.group_by_length));
     if (!bnb_config_python(w).empty()) out << "quantization_config: " << bnb_config_python(w) << "\n";

@@ -230,6 +230,14 @@ std::vector<Coefficient> coefficient_rows() {
       row("varying_bound_default", &K::varying_bound_default, Term::shape, nullptr,
           "the same share in the worst case: never below a measured peak of the rows it was fitted on",
           fixed(0), in(kHf, 1.51, nn, own)),
+      // At the memory limit the default allocator frees its unused cached segments and retries
+      // before it reports an out-of-memory, so a split needs far less than the bound above: the
+      // allocated peak plus what stays fragmented inside segments in use. Capped runs measure it
+      // (bench/hf/pressure_runs.py; bench/results/pressure-accuracy.md says on which rows).
+      row("varying_need_default", &K::varying_need_default, Term::shape, nullptr,
+          "PyTorch's default allocator under varying shapes at the memory limit: memory needed beyond the worst "
+          "micro-batch's allocated peak, per byte of its activations (0: the bound decides whether a split fits)",
+          fixed(0), in(kHf, 0.60, nn, own)),
       row("varying_share_expandable", &K::varying_share_expandable, Term::shape, nullptr,
           "expandable segments under varying shapes: expected extra reserved memory per byte of activations",
           fixed(0), in(kHf, 0.02, nn, own)),

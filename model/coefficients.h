@@ -73,9 +73,11 @@ struct Coefficients {
   double worst_case_margin = 0;               ///< share of the reserved peak the worst case adds
   /// Data of many lengths (simulator/lengths_sim.h): seconds a micro-batch of a shape new to the
   /// process adds, and the caching allocator's extra hold under varying shapes as a share of the
-  /// worst micro-batch's activations, expected and bound, for each allocator.
+  /// worst micro-batch's activations, expected and bound, for each allocator; and what the
+  /// default allocator needs at the memory limit, where it gives its unused cache back before it
+  /// fails (0: not measured, the bound then decides whether a split fits).
   double new_shape_s = 0;
-  double varying_share_default = 0, varying_bound_default = 0;
+  double varying_share_default = 0, varying_bound_default = 0, varying_need_default = 0;
   double varying_share_expandable = 0, varying_bound_expandable = 0;
   /// TRL's fused LM head: device seconds per token beyond what its FLOPs and traffic count.
   double fused_head_s_per_token = 0;

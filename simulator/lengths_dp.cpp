@@ -146,7 +146,8 @@ LengthsResult simulate_lengths_data_parallel(const Request& r, const LengthsOpti
     s.peak_allocated_bytes += memory_bytes;
     s.peak_reserved_bytes += memory_bytes;
     s.worst_reserved_bytes += memory_bytes;
-    s.fits = s.worst_reserved_bytes <= res.usable_memory_bytes;
+    s.needed_bytes += memory_bytes;
+    s.fits = s.needed_bytes <= res.usable_memory_bytes;
   }
 
   rank_by_epoch(out);

@@ -114,6 +114,13 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
   return bound ? c.varying_bound_default : c.varying_share_default;
 }
 
+double varying_needed_bytes(const model::Coefficients& c, model::AllocatorMode allocator,
+                            const model::MemoryEstimate& worst, double activations, double worst_reserved_bytes) {
+  if (allocator != model::AllocatorMode::default_segments || c.varying_need_default <= 0) return worst_reserved_bytes;
+  const double at_limit = std::max(worst.worst_reserved_bytes, worst.peak_allocated_bytes + c.varying_need_default * activations);
+  return std::min(worst_reserved_bytes, at_limit);
+}
+
 void rank_by_epoch(LengthsResult& out) {
   Result& res = out.result;
   std::vector<size_t> order;
@@ -256,7 +263,9 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     s.peak_allocated_bytes = m.peak_allocated_bytes;
     s.peak_reserved_bytes = m.peak_reserved_bytes + f.varying_shape_bytes;
     s.worst_reserved_bytes = m.worst_reserved_bytes + f.varying_shape_worst_bytes;
-    s.fits = s.worst_reserved_bytes <= res.usable_memory_bytes;
+    s.needed_bytes = varying ? varying_needed_bytes(coef, allocator, m, activations, s.worst_reserved_bytes)
+                             : s.worst_reserved_bytes;
+    s.fits = s.needed_bytes <= res.usable_memory_bytes;
     out.lengths.push_back(f);
   }
 

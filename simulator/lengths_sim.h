@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/coefficients.h"
+#include "model/cost_model.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::sim {
@@ -56,6 +57,16 @@ struct LengthsResult {
 /// never below a measured peak of the rows it was fitted on; otherwise the share the expected
 /// peak adds.
 double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound);
+
+/// What a split of varying shapes needs not to run out of memory (Split::needed_bytes). At the
+/// memory limit PyTorch's default allocator frees its unused cached segments and retries before
+/// it fails, so it needs the worst micro-batch's allocated peak plus the profile's
+/// varying_need_default share of its activations -- never less than the fixed-shape worst case
+/// (`worst.worst_reserved_bytes`), never more than the hold it reaches unbounded
+/// (`worst_reserved_bytes`, which is returned as is for expandable segments and where the share is
+/// 0). `worst`: the worst micro-batch's memory at its row length, without the varying-shape hold.
+double varying_needed_bytes(const model::Coefficients& c, model::AllocatorMode allocator,
+                            const model::MemoryEstimate& worst, double activations, double worst_reserved_bytes);
 
 /// Ranks `out.result`'s splits by epoch time among those whose worst micro-batch fits (equal
 /// times keep the larger accumulation, smaller memory, as simulate() does) and sets the

@@ -66,13 +66,15 @@ Result simulate_measured_widths(const Request& r, int64_t micro_batch, const mod
   s.peak_allocated_bytes = m.peak_allocated_bytes;
   s.peak_reserved_bytes = m.peak_reserved_bytes + (varying ? varying_shape_share(coef, allocator, false) * activations : 0);
   s.worst_reserved_bytes = m.worst_reserved_bytes + (varying ? varying_shape_share(coef, allocator, true) * activations : 0);
+  s.needed_bytes = varying ? varying_needed_bytes(coef, allocator, m, activations, s.worst_reserved_bytes)
+                           : s.worst_reserved_bytes;
   const double tokens_per_step = static_cast<double>(b * a * r.gpus) * model::mean_width_tokens(widths);
   if (r.fsdp)
     add_fsdp(fsdp_step(r.workload, r.gpus, res.interconnect, first_device / count, acc_device / count, a),
              res.fsdp_memory, r.steps, tokens_per_step, s);
   else if (r.gpus > 1)
     add_data_parallel(res.data_parallel, r.steps, tokens_per_step, s);
-  s.fits = s.worst_reserved_bytes <= res.usable_memory_bytes;
+  s.fits = s.needed_bytes <= res.usable_memory_bytes;
   s.rank = s.fits ? 1 : 0;
   res.splits = {s};
   res.recommended.reset();

@@ -65,7 +65,8 @@ void apply_measured(const std::vector<MeasuredSplit>& runs, double allocator_byt
     // A row without allocated bytes: the allocated peak cannot be above the reserved one.
     s.peak_allocated_bytes = allocated ? *allocated : std::min(s.peak_allocated_bytes, *reserved);
     s.worst_reserved_bytes = *reserved * (1 + kMeasuredPeakRepeatability);
-    s.fits = s.worst_reserved_bytes <= allocator_bytes;
+    s.needed_bytes = s.worst_reserved_bytes;
+    s.fits = s.needed_bytes <= allocator_bytes;
   } else if (allocated) {
     s.peak_allocated_bytes = *allocated;
   }

@@ -72,9 +72,9 @@ void allocator_advice(const Request& r, const LengthsOptions& o, const LengthsRe
   std::string refused;
   for (const Split& d : result.result.splits)
     if (d.micro_batch == s.micro_batch && d.grad_ckpt == s.grad_ckpt)
-      refused = " (its worst micro-batch needs " + gib(d.worst_reserved_bytes) + " of the " +
+      refused = " (its worst micro-batch needs " + gib(d.needed_bytes) + " of the " +
                 gib(result.result.usable_memory_bytes) + " usable)";
-  out.notes.push_back("the default allocator's fragmentation bound refuses " + split_name(s) + refused + "; with " +
+  out.notes.push_back("the default allocator's fragmentation refuses " + split_name(s) + refused + "; with " +
                       alt.env + " (--allocator expandable) it fits and an epoch is " + percent(alt.saving) +
                       " faster (" + seconds(alt.epoch_time_s) + " instead of " + seconds(base_epoch_s) + " at " +
                       split_name(best) + ")");

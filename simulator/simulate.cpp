@@ -134,6 +134,7 @@ void add_per_gpu(double exposed_s, double memory_bytes, int64_t steps, double to
   s.peak_allocated_bytes += memory_bytes;
   s.peak_reserved_bytes += memory_bytes;
   s.worst_reserved_bytes += memory_bytes;
+  s.needed_bytes += memory_bytes;
 }
 
 }  // namespace
@@ -200,6 +201,7 @@ Result simulate(const Request& r) {
     s.peak_allocated_bytes = m.peak_allocated_bytes;
     s.peak_reserved_bytes = m.peak_reserved_bytes;
     s.worst_reserved_bytes = m.worst_reserved_bytes;
+    s.needed_bytes = m.worst_reserved_bytes;
     if (r.fsdp) {
       // FULL_SHARD: the gradients are reduce-scattered, not all-reduced in DDP's buckets.
       out.data_parallel = DataParallelCost{};
@@ -216,7 +218,7 @@ Result simulate(const Request& r) {
     }
     // The expected peak is the prediction; the decision uses the worst case, since running
     // out of memory costs the user far more than a slightly smaller micro-batch.
-    s.fits = s.worst_reserved_bytes <= out.usable_memory_bytes;
+    s.fits = s.needed_bytes <= out.usable_memory_bytes;
     apply_measured(r.measured, out.memory_limit_bytes - c.context_bytes, r.steps, tokens_per_step, s);
     out.splits.push_back(s);
   }

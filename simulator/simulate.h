@@ -54,7 +54,11 @@ struct Split {
   double peak_allocated_bytes = 0;  ///< per GPU, as the two below
   double peak_reserved_bytes = 0;
   double worst_reserved_bytes = 0;  ///< reserved plus a fresh process's allocator slack (measured: its repeatability)
-  bool fits = false;           ///< worst reserved + context within the usable memory
+  /// What the split needs not to run out of memory on a GPU of that usable memory: the worst
+  /// reserved, or less where the allocator gives memory back at the limit (data of many lengths
+  /// under the default allocator, simulator/lengths_sim.h).
+  double needed_bytes = 0;
+  bool fits = false;           ///< needed_bytes within the usable memory
   bool measured = false;       ///< step time and peak are a run's (Request::measured), not predicted
   bool measured_oom = false;   ///< a run of it ran out of memory
   bool host_bound = false;     ///< host dispatch, not the device, sets the pace

@@ -156,6 +156,36 @@ TEST(LengthsSimTest, VaryingShapesAddTheAllocatorsHoldUnderTheDefaultAllocator) 
     EXPECT_EQ(flat.lengths[i].varying_shape_worst_bytes, 0);
 }
 
+TEST(LengthsSimTest, AtTheLimitTheDefaultAllocatorNeedsItsAllocatedPeakPlusTheMeasuredShare) {
+  const model::LengthDistribution d = model::LengthDistribution::from_bins({{100, 30}, {1024, 10}});
+  sim::Request r = request(4, d);
+  r.workload.stack = model::StackSpec{};
+  r.workload.stack.allocator = model::AllocatorMode::default_segments;
+  r.hardware.value("varying_bound_default", model::StackKind::hf_peft) = 1.5;
+  r.hardware.value("varying_need_default", model::StackKind::hf_peft) = 0.25;
+  const sim::LengthsResult l = sim::simulate_lengths(r);
+  for (size_t i = 0; i < l.result.splits.size(); ++i) {
+    const sim::Split& s = l.result.splits[i];
+    const model::MemoryEstimate m = cost_at(r, 1024).memory(s.micro_batch);
+    const double act = l.lengths[i].activation_bytes;
+    // allocated + 0.25 x activations, between the fixed-shape worst case and the unbounded hold
+    const double want = std::min(s.worst_reserved_bytes, std::max(m.worst_reserved_bytes, m.peak_allocated_bytes + 0.25 * act));
+    EXPECT_DOUBLE_EQ(s.needed_bytes, want);
+    EXPECT_LT(s.needed_bytes, s.worst_reserved_bytes);
+    EXPECT_EQ(s.fits, s.needed_bytes <= l.result.usable_memory_bytes);
+  }
+  // Without a measured share, and under expandable segments, the worst case decides.
+  r.hardware.value("varying_need_default", model::StackKind::hf_peft) = 0;
+  for (const sim::Split& s : sim::simulate_lengths(r).result.splits) EXPECT_EQ(s.needed_bytes, s.worst_reserved_bytes);
+  r.hardware.value("varying_need_default", model::StackKind::hf_peft) = 0.25;
+  r.workload.stack.allocator = model::AllocatorMode::expandable;
+  for (const sim::Split& s : sim::simulate_lengths(r).result.splits) EXPECT_EQ(s.needed_bytes, s.worst_reserved_bytes);
+  // One shape: nothing to give back beyond the fixed-shape worst case.
+  r.workload.stack.allocator = model::AllocatorMode::default_segments;
+  for (const sim::Split& s : sim::simulate_lengths(request(4, d, model::parse_padding("max_length"))).result.splits)
+    EXPECT_EQ(s.needed_bytes, s.worst_reserved_bytes);
+}
+
 TEST(LengthsSimTest, GroupingByLengthPadsLessAndStepsFaster) {
   const sim::Request r = request(16, model::LengthDistribution::from_bins({{64, 500}, {256, 300}, {1024, 100}}));
   sim::LengthsOptions grouped;

@@ -110,6 +110,8 @@ sim::Request refused_by_default_bound(int64_t& refused_b) {
   // The h200 profile's shares: the default allocator's bound far above expandable segments'.
   r.hardware.value("varying_bound_default", model::StackKind::hf_peft) = 1.51;
   r.hardware.value("varying_bound_expandable", model::StackKind::hf_peft) = 0.1;
+  // Without a measured need at the memory limit, the bound decides whether a split fits.
+  r.hardware.value("varying_need_default", model::StackKind::hf_peft) = 0;
   sim::Request e = r;
   e.workload.stack.allocator = model::AllocatorMode::expandable;
   const sim::LengthsResult d = sim::simulate_lengths(r), x = sim::simulate_lengths(e);
