@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Scores what lorasim says a split needs at the memory limit against capped H200 runs (issue 16).
+
+Reads bench/results/h200/pressure-run*/ (bench/hf/pressure_runs.py's rows): per cell, runs under the
+default allocator at ascending caps, the worst micro-batch last. A cell needs more than its largest
+cap that ran out of memory and at most its smallest cap that ran the epoch. lorasim's `needed_bytes`
+(what decides `fits`) is `safe` at or above that smallest cap, `unsafe` at or below the largest
+failing one (a split called fitting at that memory ran out of it), `between` otherwise. The
+validate plan's rows (a recommended split under a 15 or 23 GiB cap, one epoch) must not run out of
+memory. --fit prints the share of the activations varying_need_default must be for every FIT cell
+to be safe.
+
+    python3 bench/hf/pressure_accuracy.py [--lorasim build/cli/lorasim] [--fit]  # -> bench/results/pressure-accuracy.md
+"""
+import argparse, collections, datetime, glob, json, os, platform, subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+GIB = 2 ** 30
+CONTEXT_BYTES = 512 << 20  # the h200 profile's CUDA context: --memory-limit = cap + context
+
+
+def simulate(lorasim, r, limit_bytes=None):
+    lengths = os.path.relpath(os.path.join(REPO, r["lengths_file"]), REPO)
+    cmd = [lorasim, "simulate", "--gpu", "h200", "--lengths", lengths, "--padding", "longest", "--max-length",
+           str(r["max_length"]), "--effective-batch", str(r["effective_batch"]), "--format", "json",
+           "--model-config", r["config"], "--lora-dropout", "0.0", "--allocator", r["allocator"]]
+    cmd += ["--grad-ckpt", "--fused-lm-head", "true"] if r["trainer"] == "SFTTrainer" else ["--fused-lm-head", "false"]
+    cmd += ["--memory-limit", str(limit_bytes), "--safety-margin", "0"] if limit_bytes else ["--allow-over-memory"]
+    j = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO).stdout)
+    s = next(x for x in j["splits"] if x["micro_batch"] == r["micro_batch"])
+    return " ".join(cmd[1:]), s, j
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lorasim", default=os.path.join(REPO, "build", "cli", "lorasim"))
+    ap.add_argument("--out", default=os.path.join(REPO, "bench", "results", "pressure-accuracy.md"))
+    ap.add_argument("--fit", action="store_true", help="print the share every FIT cell needs; write nothing")
+    args = ap.parse_args()
+    grid, validate = collections.defaultdict(list), []
+    for path in sorted(glob.glob(os.path.join(REPO, "bench", "results", "h200", "pressure-run*", "*-rows.jsonl"))):
+        for line in open(path):
+            r = json.loads(line)
+            r["run"] = os.path.basename(os.path.dirname(path))
+            (grid[(r["run"], r["pressure_cell"])] if r.get("cap_share") is not None else validate).append(r)
+    cells = []
+    for (run, name), rs in grid.items():
+        cmd, s, _ = simulate(args.lorasim, rs[0])
+        fail = max((r["cap_bytes"] for r in rs if r.get("oom")), default=None)
+        ok = min((r["cap_bytes"] for r in rs if r.get("oom") is False), default=None)
+        need = s["needed_bytes"]
+        verdict = ("safe" if ok is not None and need >= ok else
+                   "unsafe" if fail is not None and need <= fail else "between")
+        alloc = max((r["peak_allocated_bytes"] for r in rs if r.get("oom") is False), default=None)
+        cells.append(dict(run=run, name=name, role=rs[0]["role"], r=rs[0], s=s, fail=fail, ok=ok, need=need,
+                          verdict=verdict, alloc=alloc, cmd=cmd,
+                          share_ok=(ok - s["peak_allocated_bytes"]) / s["activation_bytes"] if ok else None))
+    if args.fit:
+        fit = [c for c in cells if c["role"] == "fit" and c["share_ok"] is not None]
+        print(f"varying_need_default: {max(c['share_ok'] for c in fit):.4f} (the largest over {len(fit)} FIT cells of "
+              "(smallest cap that ran - predicted allocated) / predicted activations)")
+        return
+    out = [f"# What a split needs at the memory limit, against capped runs (issue 16)\n",
+           f"Made by `python3 bench/hf/pressure_accuracy.py` on "
+           f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} ({platform.machine()}, "
+           f"{platform.system()}; lorasim runs on the CPU), against the H200 rows of "
+           "`bench/results/h200/pressure-run*` (their README says how they were measured: "
+           "`bench/hf/pressure_runs.py`). Each cell ran one epoch under the default allocator capped at its "
+           "predicted allocated peak plus 5, 15, 30 and 60% of its predicted activations, the data's longest "
+           "sequences together as the last micro-batch. `needs` is lorasim's `needed_bytes`, which decides `fits`; "
+           "`worst` the unbounded hold (`worst_reserved_bytes`). FIT cells set `varying_need_default` "
+           "(`--fit`); the others are held out.\n",
+           "| run | cell | role | predicted allocated | measured allocated | largest cap out of memory | smallest cap that ran | needs | worst | verdict |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    g = lambda b: "-" if b is None else f"{b / GIB:.2f}"
+    for c in sorted(cells, key=lambda c: (c["role"] != "fit", c["name"])):
+        out.append(f"| {c['run']} | {c['name']} | {c['role']} | {g(c['s']['peak_allocated_bytes'])} | {g(c['alloc'])} | "
+                   f"{g(c['fail'])} | {g(c['ok'])} | {g(c['need'])} | {g(c['s']['worst_reserved_bytes'])} | {c['verdict']} |")
+    held = [c for c in cells if c["role"] != "fit"]
+    count = collections.Counter(c["verdict"] for c in held)
+    out += ["", f"Held out: {count['safe']} of {len(held)} cells safe, {count['between']} between, "
+                f"{count['unsafe']} unsafe. One command per cell, e.g.", "", f"    lorasim {cells[0]['cmd']}", ""]
+    if validate:
+        out += ["## Recommended splits under a cap, one epoch each (all held out)", "",
+                "`lorasim simulate --memory-limit <cap + 512 MiB context> --safety-margin 0` on the cell; the run "
+                "trains one epoch of 256 sequences, the data's longest together last.", "",
+                "| cell | cap GiB | split | recommended by lorasim now | needs | measured | peak reserved | steps |",
+                "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        bad = 0
+        for r in validate:
+            _, s, j = simulate(args.lorasim, r, int(r["cap_bytes"] + CONTEXT_BYTES))
+            rec = j.get("recommended") or {}
+            same = rec.get("micro_batch") == r["micro_batch"]
+            oom = r.get("oom")
+            bad += bool(oom and s["fits"])
+            out.append(f"| {r['pressure_cell']} | {r['cap_gib']} | {r['micro_batch']}x{r['accumulation']} | "
+                       f"{'yes' if same else 'no (%sx%s)' % (rec.get('micro_batch'), rec.get('accumulation'))} | "
+                       f"{g(s['needed_bytes'])} | {'OUT OF MEMORY' if oom else 'ran' if oom is False else r.get('error')} | "
+                       f"{g(r.get('peak_reserved_bytes'))} | {r.get('steps_run')} of {r.get('steps_planned')} |")
+        out += ["", f"Splits called fitting that ran out of memory: {bad} of {len(validate)}.", ""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
