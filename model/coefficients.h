@@ -75,6 +75,9 @@ struct Coefficients {
   /// process adds, and the caching allocator's extra hold under varying shapes as a share of the
   /// worst micro-batch's activations, expected and bound, for each allocator.
   double new_shape_s = 0;
+  /// Seconds a training process's first step adds beyond its shapes' (CUDA/cuBLAS set-up, the
+  /// optimizer's state): paid once by the first split a process runs, so once per fresh epoch.
+  double first_step_s = 0;
   double varying_share_default = 0, varying_bound_default = 0;
   double varying_share_expandable = 0, varying_bound_expandable = 0;
   /// TRL's fused LM head: device seconds per token beyond what its FLOPs and traffic count.
