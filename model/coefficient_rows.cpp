@@ -223,6 +223,14 @@ std::vector<Coefficient> coefficient_rows() {
           "seconds a micro-batch adds when its padded shape is new to the process (kernel and GEMM "
           "heuristics chosen per shape, then cached): the first epoch of varying lengths pays it per new shape",
           fixed(0), in(kHf, 0.18, nn, own)),
+      // The calibration's probe discards its process's first step as warm-up, so no calibration row
+      // shows it: `python3 bench/hf/lengths_accuracy.py --fit` gives it from the FIT rows that are
+      // a worker process's first split (their first step less its prediction at its widths, less
+      // the row's steady error), and the value here is that figure rounded.
+      row("first_step_s", &K::first_step_s, Term::shape, nullptr,
+          "seconds a training process's first step adds beyond its shapes (CUDA/cuBLAS set-up, the optimizer's "
+          "state): a fresh process's first epoch pays it once",
+          fixed(0), in(kHf, 2.33, nn, never)),
       row("varying_share_default", &K::varying_share_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes: expected extra reserved memory per byte of the "
           "worst micro-batch's activations",

@@ -77,6 +77,9 @@ struct Coefficients {
   /// default allocator needs at the memory limit, where it gives its unused cache back before it
   /// fails (0: not measured, the bound then decides whether a split fits).
   double new_shape_s = 0;
+  /// Seconds a training process's first step adds beyond its shapes' (CUDA/cuBLAS set-up, the
+  /// optimizer's state): paid once by the first split a process runs, so once per fresh epoch.
+  double first_step_s = 0;
   double varying_share_default = 0, varying_bound_default = 0, varying_need_default = 0;
   double varying_share_expandable = 0, varying_bound_expandable = 0;
   /// TRL's fused LM head: device seconds per token beyond what its FLOPs and traffic count.

@@ -96,8 +96,13 @@ double block_saved(const Workload& w, bool first, bool masked) {
   double bytes = (first ? norms - 1 : norms) * (4 * h + 4);
   // lora_A saves its input and lora_B lora_A's output. In an fp32 model without autocast and
   // without dropout the input is the block's own tensor, shared by q/k/v and by gate/up.
+  // Adapters kept in the compute precision (SFTTrainer on a 4-bit base) in a model whose
+  // activations are that precision: PEFT's _cast_input_dtype returns x itself when the dtypes
+  // match, and autocast casts nothing, so lora_A saves the block's own tensors too.
+  const bool same_dtype = w.train.adapters_in_compute_precision && e == ea_attn &&
+                          e == static_cast<double>(bytes_per_element(w.train.precision));
   double adapter_inputs = ad.in;
-  if (fp32_plain && w.stack.lora_dropout == 0) {
+  if ((fp32_plain || same_dtype) && w.stack.lora_dropout == 0) {
     adapter_inputs = 0;
     if (w.lora.has(Target::q) || w.lora.has(Target::k) || w.lora.has(Target::v)) adapter_inputs += h;
     if (w.lora.has(Target::gate) || w.lora.has(Target::up)) adapter_inputs += h;
@@ -196,7 +201,9 @@ double hf_extra_static_bytes(const Workload& w) {
   const double dequant = dequant_buffer_bytes(w);
   if (!w.stack.autocast) return dequant;
   const ParamCounts pc = count_params(w.arch, w.lora);
-  double bytes = dequant + 2.0 * static_cast<double>(pc.trainable);  // cached half copies of the adapters
+  // Autocast's cached half copies of fp32 adapters; adapters already in the compute precision
+  // are not cast, so nothing is cached.
+  double bytes = dequant + (w.train.adapters_in_compute_precision ? 0.0 : 2.0 * static_cast<double>(pc.trainable));
   if (w.train.kbit_prepared() && w.train.precision != Precision::fp32) {
     // The fp32 LM head under autocast: F.linear's half-precision copy of its weight, saved for
     // the input gradient (frozen weights are not autocast-cache leaves).

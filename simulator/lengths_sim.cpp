@@ -251,7 +251,9 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     s.tokens_per_s = tokens.real_tokens * static_cast<double>(a) / s.step_time_s;
     f.steps_per_epoch = steps_per_epoch;
     f.new_shapes_per_epoch = later_shapes(steps_per_epoch * a);
-    f.epoch_time_s = static_cast<double>(steps_per_epoch) * (sum_total / n) + coef.new_shape_s * f.new_shapes_per_epoch;
+    f.first_step_s = coef.first_step_s;
+    f.epoch_time_s = static_cast<double>(steps_per_epoch) * (sum_total / n) + coef.new_shape_s * f.new_shapes_per_epoch +
+                     f.first_step_s;
 
     const model::WorstMicroBatch worst = model::worst_micro_batch(d, padding, b);
     f.worst_padded_length_tokens = worst_row_tokens(worst, padding, b);

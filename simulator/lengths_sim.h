@@ -32,11 +32,13 @@ struct LengthFigures {
   double varying_shape_bytes = 0;        ///< what peak reserved adds for varying shapes (varying_shape_share)
   double varying_shape_worst_bytes = 0;  ///< what worst reserved adds for them
   int64_t steps_per_epoch = 0;           ///< ceil(rows of one pass / effective batch)
-  /// The first epoch from a fresh process: steps_per_epoch steady steps and each new shape's cost.
+  /// The first epoch from a fresh process: steps_per_epoch steady steps, each new shape's cost and
+  /// the process's first-step set-up (first_step_s).
   double epoch_time_s = 0;
   double new_shapes_per_step = 0;        ///< micro-batches per step of a shape new to the run (its mean)
   double new_shape_time_s = 0;           ///< what they add to the mean step (new_shape_s each)
   double new_shapes_per_epoch = 0;       ///< micro-batches of the first epoch of a shape new to it
+  double first_step_s = 0;               ///< what a fresh process's first step adds (the profile's first_step_s)
   /// The sampled steady steps, ascending: of one GPU, whose maximum over GPUs simulator/lengths_dp.h takes.
   std::vector<double> sampled_step_s;
 };

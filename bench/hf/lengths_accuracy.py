@@ -137,7 +137,37 @@ def new_shape_cost(lorasim):
     return s["new_shape_time_s"] / s["new_shapes_per_step"]
 
 
-def fit(lorasim, rows, preds):
+def mark_first_splits(rows):
+    """Per row: whether it is the first split its worker process ran (the one that pays the
+    process's set-up)."""
+    seen = set()
+    for r in rows:
+        key = (r["run"], r["plan"], r.get("pid"))
+        r["first_split"] = key not in seen
+        seen.add(key)
+
+
+def step_at_widths(lorasim, r, i, c_new):
+    s = r["steps"][i]
+    t = sum(micro_batch_times(lorasim, r, w)[0] for w in s["padded"])
+    return t + micro_batch_times(lorasim, r, s["padded"][0])[1] + c_new * r["new_per_step"][i]
+
+
+def first_step_excess(lorasim, r, c_new):
+    """The first step's measured excess over its prediction at its widths (new shapes counted),
+    less the row's mean excess over its timed steps (the steady model's own error)."""
+    first = r["steps"][0]["time_s"] - step_at_widths(lorasim, r, 0, c_new)
+    timed = range(r["warmup_steps"], len(r["steps"]))
+    steady = sum(r["steps"][i]["time_s"] - step_at_widths(lorasim, r, i, c_new) for i in timed) / len(timed)
+    return first - steady
+
+
+def first_step_rows(rows):
+    return [r for r in rows if r["first_split"] and r.get("steps") and not r.get("oom") and r["concurrent_processes"] == 1
+            and len(r["steps"]) > r["warmup_steps"]]
+
+
+def fit(lorasim, rows, preds, c_new):
     fit_rows = [r for r in rows if is_fit(r) and r.get("steps") and not r.get("oom") and r["concurrent_processes"] == 1]
     num = den = 0.0
     for r in fit_rows:
@@ -145,6 +175,10 @@ def fit(lorasim, rows, preds):
         num += (r["mean_step_time_s"] - base) * new
         den += new * new
     print(f"new_shape_s: {num / den:.4f} (least squares through 0 over {len(fit_rows)} rows)")
+    ex = [(r, first_step_excess(lorasim, r, c_new)) for r in first_step_rows(rows) if is_fit(r)]
+    for r, e in ex:
+        print(f"  first split of {r['run']} pid {r['pid']} {r['trainer']} {r['micro_batch']}x{r['accumulation']}: {e:+.3f} s")
+    print(f"first_step_s: {sum(e for _, e in ex) / len(ex):.4f} (mean over {len(ex)} FIT rows that are a process's first split)")
     for alloc in ("default", "expandable"):
         sel = [(r, s) for r, s in zip(rows, preds) if r["allocator"] == alloc and is_fit(r) and not r.get("oom")]
         need = [(r["peak_reserved_bytes"] - (s["peak_reserved_bytes"] - s["varying_shape_bytes"])) / s["activation_bytes"]
@@ -175,6 +209,7 @@ def main():
     args = ap.parse_args()
     rows = load_rows()
     mark_shapes(rows)
+    mark_first_splits(rows)
     c_new = new_shape_cost(args.lorasim)
     with tempfile.TemporaryDirectory() as tmp:
         caps_file = epoch_lengths_file(rows, tmp)
@@ -195,7 +230,7 @@ def main():
                     res["err_dist"] = res["from_dist"] / r["mean_step_time_s"] - 1
             results.append(res)
         if args.fit:
-            fit(args.lorasim, rows, [x["s"] for x in results])
+            fit(args.lorasim, rows, [x["s"] for x in results], c_new)
             return
 
     L = []
@@ -248,18 +283,47 @@ def main():
                   f"{'yes' if ok else '**no**'} | {'yes' if s['fits'] else 'no'} | {'yes' if r.get('oom') else 'no'} |")
     L.append("")
 
+    later = [r for r in rows if not r["first_split"] and r.get("steps") and not r.get("oom") and r["concurrent_processes"] == 1
+             and len(r["steps"]) > r["warmup_steps"]]
+    later_first_mean = sum(first_step_excess(args.lorasim, r, c_new) for r in later) / len(later)
     L.append("## Epoch time (rows that ran a whole epoch alone)\n")
-    L.append("| run | trainer | cap | split | steps | measured (sum of step times) | predicted epoch | err |")
-    L.append("| --- " * 8 + "|")
+    L.append("The prediction includes the profile's `first_step_s` (JSON `first_step_s`): the set-up a fresh process's "
+             "first step pays once (0 for a row that is a later split of its process: `epoch_time_s` less it). `first step excess`: the row's first step less its prediction at its widths (new "
+             "shapes counted) less the row's mean steady error (see the next section).\n")
+    L.append("| run | trainer | cap | split | steps | measured (sum of step times) | first step excess | first_step_s | "
+             "predicted epoch | err |")
+    L.append("| --- " * 10 + "|")
     epoch_errs = []
     for x in results:
         r, s = x["r"], x["s"]
         if r.get("full_epoch") and not r.get("oom") and r["concurrent_processes"] == 1 and r.get("steps_run") == r.get("steps_planned"):
             meas = sum(st["time_s"] for st in r["steps"])
-            e = s["epoch_time_s"] / meas - 1
+            # The simulator's epoch is a fresh process's; a later split of its process paid no set-up.
+            pred = s["epoch_time_s"] - (0.0 if r["first_split"] else s["first_step_s"])
+            e = pred / meas - 1
             epoch_errs.append(e)
             L.append(f"| {r['run'][-4:]} | {r['trainer']} | {r.get('cap_gib')} | {r['micro_batch']}x{r['accumulation']} | "
-                     f"{r['steps_run']} | {meas:.1f} s | {s['epoch_time_s']:.1f} s | {pct(e)} |")
+                     f"{r['steps_run']} | {meas:.1f} s | {first_step_excess(args.lorasim, r, c_new):+.2f} s | "
+                     f"{s['first_step_s'] if r['first_split'] else 0:.2f} s | {pred:.1f} s | {pct(e)} |")
+    L.append("")
+
+    L.append("## First step of a process (rows that are a worker process's first split, alone)\n")
+    L.append("Only a process's first split pays its set-up (later splits of the process measure "
+             f"{later_first_mean:+.2f} s on average, FIT and held out alike: what remains there is their new shapes, "
+             "which `new_shape_s` counts). `first_step_s` is the mean over the FIT rows (`--fit`); held-out rows "
+             "score it.\n")
+    L.append("| run | pid | model | trainer | data | cap | split | role | first step meas | pred at widths | excess | first_step_s | err |")
+    L.append("| --- " * 13 + "|")
+    fs_held = []
+    fs = results[0]["s"]["first_step_s"]
+    for r in first_step_rows(rows):
+        e = first_step_excess(args.lorasim, r, c_new)
+        role = "fit" if is_fit(r) else "held out"
+        if role == "held out":
+            fs_held.append(fs - e)
+        L.append(f"| {r['run'][-4:]} | {r['pid']} | {r['model']} | {r['trainer']} | {r['distribution']} | "
+                 f"{r.get('cap_gib') or '-'} | {r['micro_batch']}x{r['accumulation']} | {role} | {r['steps'][0]['time_s']:.2f} | "
+                 f"{step_at_widths(args.lorasim, r, 0, c_new):.2f} | {e:+.2f} s | {fs:.2f} s | {fs - e:+.2f} s |")
     L.append("")
 
     L.append("## Recommended split against the fastest measured (per cell)\n")
@@ -321,6 +385,9 @@ def main():
                  f"over {len(held_d)} rows; range {pct(min(held_d))} to {pct(max(held_d))}.")
     if epoch_errs:
         L.append(f"- Epoch time: " + ", ".join(pct(e) for e in epoch_errs) + ".")
+    if fs_held:
+        L.append(f"- First step of a process (`first_step_s` {fs:.2f} s against each held-out first split's excess): mean "
+                 f"|error| {mean_abs(fs_held):.2f} s over {len(fs_held)} rows, range {min(fs_held):+.2f} to {max(fs_held):+.2f} s.")
     L.append(f"- Peak reserved, held out: mean |error| {100 * mean_abs(peak_held):.1f}% over {len(peak_held)} rows, "
              f"range {pct(min(peak_held))} to {pct(max(peak_held))}.")
     L.append(f"- Worst case below a measured peak: {len(below)} of {len(results)} rows"
@@ -332,7 +399,7 @@ def main():
                  + ", ".join(pct(g) for g in note_gaps) + ".")
     with open(args.out, "w") as f:
         f.write("\n".join(L) + "\n")
-    print("\n".join(L[-9:]))
+    print("\n".join(L[-10:]))
 
 
 if __name__ == "__main__":

@@ -127,11 +127,14 @@ TEST(QuantCliTest, TheSftPresetOnAQuantizedBaseIsTrlsPath) {
   const json explicit_fp32 = ok_json(with(kRecommend, {"--quant", "nf4", "--trainer", "sft", "--adapter-dtype", "fp32",
                                                        "--format", "json"}));
   EXPECT_EQ(explicit_fp32["workload"]["adapter_dtype"], "fp32");
-  // bf16 adapters: 8 bytes less per adapter parameter (weights, gradients, AdamW's moments).
+  // bf16 adapters: 8 bytes less per adapter parameter (weights, gradients, AdamW's moments), 2
+  // more without autocast's cached half copies, and the activations the adapters no longer copy
+  // (per token, to the byte: quant_memory_test's AdaptersInTheComputePrecisionSaveTheBlocksOwnTensors).
   const double trainable = sft["workload"]["trainable_params"].get<double>();
-  EXPECT_NEAR(explicit_fp32["splits"][0]["peak_allocated_bytes"].get<double>() -
-                  sft["splits"][0]["peak_allocated_bytes"].get<double>(),
-              8 * trainable, 1.0);
+  ASSERT_EQ(sft["splits"][0]["micro_batch"], explicit_fp32["splits"][0]["micro_batch"]);
+  EXPECT_GT(explicit_fp32["splits"][0]["peak_allocated_bytes"].get<double>() -
+                sft["splits"][0]["peak_allocated_bytes"].get<double>(),
+            10 * trainable);
   // On a float base the preset keeps PEFT's fp32 adapters.
   const json plain = ok_json(with(kRecommend, {"--trainer", "sft", "--format", "json"}));
   EXPECT_FALSE(plain["workload"].contains("adapter_dtype"));

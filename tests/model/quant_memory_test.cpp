@@ -185,5 +185,24 @@ TEST(QuantMemoryTest, AdaptersKeptInTheComputePrecisionHalveTheirBytes) {
   EXPECT_EQ(optimizer_state_bytes(w), 8 * int64_t{17432576});
 }
 
+TEST(QuantMemoryTest, AdaptersInTheComputePrecisionSaveTheBlocksOwnTensors) {
+  // qwen3-1.7b unprepared in NF4 (bf16 activations, autocast): with fp32 adapters every adapter
+  // saves autocast's bf16 copy of its input, 2 (S_in + 7 r) = 2 (5 x 2048 + 2048 + 6144 + 112) =
+  // 37088 bytes per token, and the block is the bf16 model's 115080. bf16 adapters cast nothing
+  // (PEFT's _cast_input_dtype returns x when the dtypes match): lora_A saves the two norms'
+  // outputs (shared by q/k/v and gate/up), the SwiGLU product and SDPA's saved output (o),
+  // 2 (2048 + 2048 + 6144 + 112) = 20704: 16384 = 2 (3h + qd) less.
+  Workload w = qlora();
+  w.train.kbit_prepare = false;
+  w.train.grad_ckpt = false;
+  ASSERT_TRUE(w.stack.autocast);
+  EXPECT_DOUBLE_EQ(hf_block_saved_per_token(w, false), 115080);
+  const double fp32_static = hf_extra_static_bytes(w);
+  w.train.adapters_in_compute_precision = true;
+  EXPECT_DOUBLE_EQ(hf_block_saved_per_token(w, false), 115080 - 16384);
+  // Nor does autocast cache a half copy of an adapter already in half precision: 2 x 17432576 less.
+  EXPECT_DOUBLE_EQ(fp32_static - hf_extra_static_bytes(w), 2.0 * 17432576);
+}
+
 }  // namespace
 }  // namespace lorasim::model

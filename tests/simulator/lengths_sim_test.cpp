@@ -59,7 +59,7 @@ TEST(LengthsSimTest, OnePointDistributionGivesTheFixedLengthFigures) {
       EXPECT_EQ(b.fits, a.fits);
       EXPECT_EQ(l.lengths[i].padding_fraction, 0);
       EXPECT_EQ(l.lengths[i].steps_per_epoch, 250);  // 4000 sequences / 16
-      EXPECT_DOUBLE_EQ(l.lengths[i].epoch_time_s, 250 * b.step_time_s);
+      EXPECT_DOUBLE_EQ(l.lengths[i].epoch_time_s, 250 * b.step_time_s + l.lengths[i].first_step_s);  // no new shape
     }
     EXPECT_EQ(l.result.recommended, f.recommended);
   }
@@ -233,4 +233,28 @@ TEST(LengthsSimTest, AnEpochMeetsEveryLengthOnceAtMicroBatchOne) {
       EXPECT_DOUBLE_EQ(res.lengths[i].new_shapes_per_epoch, 299.0);
     }
   }
+}
+
+TEST(LengthsSimTest, AFreshProcessEpochPaysTheFirstStepOnce) {
+  // The epoch is a fresh process's: its steady steps, its new shapes, and first_step_s once,
+  // whatever the split; the steps' own times do not carry it.
+  sim::Request r = request(8, model::LengthDistribution::from_bins({{100, 3}, {300, 5}, {700, 2}}));
+  r.workload.stack = model::StackSpec{};  // hf-peft
+  r.hardware.value("first_step_s", model::StackKind::hf_peft) = 0;
+  const sim::LengthsResult without = sim::simulate_lengths(r);
+  r.hardware.value("first_step_s", model::StackKind::hf_peft) = 3.25;
+  const sim::LengthsResult with = sim::simulate_lengths(r);
+  ASSERT_EQ(without.lengths.size(), with.lengths.size());
+  for (size_t i = 0; i < with.lengths.size(); ++i) {
+    EXPECT_EQ(with.lengths[i].first_step_s, 3.25);
+    EXPECT_DOUBLE_EQ(with.lengths[i].epoch_time_s, without.lengths[i].epoch_time_s + 3.25);
+    EXPECT_EQ(with.result.splits[i].step_time_s, without.result.splits[i].step_time_s);
+  }
+}
+
+TEST(LengthsSimTest, TheHfStackHoldsTheMeasuredFirstStep) {
+  // bench/hf/lengths_accuracy.py --fit's figure; the runner, never measured, has none.
+  const model::HardwareModel hw = test_gpu();
+  EXPECT_EQ(model::resolve(hw, model::StackKind::hf_peft).first_step_s, 2.33);
+  EXPECT_EQ(model::resolve(hw, model::StackKind::lorasim).first_step_s, 0.0);
 }
