@@ -114,11 +114,17 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
   return bound ? c.varying_bound_default : c.varying_share_default;
 }
 
-double varying_needed_bytes(const model::Coefficients& c, model::AllocatorMode allocator,
-                            const model::MemoryEstimate& worst, double activations, double worst_reserved_bytes) {
-  if (allocator != model::AllocatorMode::default_segments || c.varying_need_default <= 0) return worst_reserved_bytes;
-  const double at_limit = std::max(worst.worst_reserved_bytes, worst.peak_allocated_bytes + c.varying_need_default * activations);
-  return std::min(worst_reserved_bytes, at_limit);
+void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
+                                  const model::MemoryEstimate& worst, double activations, bool varying, Split& s) {
+  s.peak_allocated_bytes = worst.peak_allocated_bytes;
+  s.peak_reserved_bytes = worst.peak_reserved_bytes + (varying ? varying_shape_share(c, allocator, false) * activations : 0);
+  s.worst_reserved_bytes = worst.worst_reserved_bytes + (varying ? varying_shape_share(c, allocator, true) * activations : 0);
+  s.needed_bytes = s.worst_reserved_bytes;
+  if (varying && allocator == model::AllocatorMode::default_segments && c.varying_need_default > 0) {
+    const double at_limit =
+        std::max(worst.worst_reserved_bytes, worst.peak_allocated_bytes + c.varying_need_default * activations);
+    s.needed_bytes = std::min(s.worst_reserved_bytes, at_limit);
+  }
 }
 
 void rank_by_epoch(LengthsResult& out) {
@@ -260,13 +266,9 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     const model::MemoryEstimate m = cache.at(f.worst_padded_length_tokens).memory(b);
     const double activations = std::max(0.0, m.peak_allocated_bytes - static_bytes);
     f.activation_bytes = activations;
-    f.varying_shape_bytes = share * activations;
-    f.varying_shape_worst_bytes = share_bound * activations;
-    s.peak_allocated_bytes = m.peak_allocated_bytes;
-    s.peak_reserved_bytes = m.peak_reserved_bytes + f.varying_shape_bytes;
-    s.worst_reserved_bytes = m.worst_reserved_bytes + f.varying_shape_worst_bytes;
-    s.needed_bytes = varying ? varying_needed_bytes(coef, allocator, m, activations, s.worst_reserved_bytes)
-                             : s.worst_reserved_bytes;
+    set_worst_micro_batch_memory(coef, allocator, m, activations, varying, s);
+    f.varying_shape_bytes = s.peak_reserved_bytes - m.peak_reserved_bytes;
+    f.varying_shape_worst_bytes = s.worst_reserved_bytes - m.worst_reserved_bytes;
     s.fits = s.needed_bytes <= res.usable_memory_bytes;
     out.lengths.push_back(f);
   }

@@ -60,15 +60,16 @@ struct LengthsResult {
 /// peak adds.
 double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound);
 
-/// What a split of varying shapes needs not to run out of memory (Split::needed_bytes). At the
-/// memory limit PyTorch's default allocator frees its unused cached segments and retries before
-/// it fails, so it needs the worst micro-batch's allocated peak plus the profile's
-/// varying_need_default share of its activations -- never less than the fixed-shape worst case
-/// (`worst.worst_reserved_bytes`), never more than the hold it reaches unbounded
-/// (`worst_reserved_bytes`, which is returned as is for expandable segments and where the share is
-/// 0). `worst`: the worst micro-batch's memory at its row length, without the varying-shape hold.
-double varying_needed_bytes(const model::Coefficients& c, model::AllocatorMode allocator,
-                            const model::MemoryEstimate& worst, double activations, double worst_reserved_bytes);
+/// A split's memory from its worst micro-batch (`worst`: its memory at its row length; `varying`:
+/// whether the data's micro-batches take more than one shape): the allocated peak, the expected
+/// and worst reserved with the allocator's hold for varying shapes (varying_shape_share), and
+/// what it needs not to run out of memory (Split::needed_bytes). At the memory limit PyTorch's
+/// default allocator frees its unused cached segments and retries before it fails, so a split of
+/// varying shapes needs the allocated peak plus the profile's varying_need_default share of the
+/// activations -- never less than the fixed-shape worst case, never more than the unbounded hold
+/// (worst_reserved_bytes, which it is for expandable segments, one shape, or a share of 0).
+void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
+                                  const model::MemoryEstimate& worst, double activations, bool varying, Split& s);
 
 /// Ranks `out.result`'s splits by epoch time among those whose worst micro-batch fits (equal
 /// times keep the larger accumulation, smaller memory, as simulate() does) and sets the

@@ -63,11 +63,7 @@ Result simulate_measured_widths(const Request& r, int64_t micro_batch, const mod
   const model::AllocatorMode allocator = r.workload.stack.allocator;
   const model::Coefficients& coef = at_largest.model().c;
   const double activations = std::max(0.0, m.peak_allocated_bytes - costs.static_bytes());
-  s.peak_allocated_bytes = m.peak_allocated_bytes;
-  s.peak_reserved_bytes = m.peak_reserved_bytes + (varying ? varying_shape_share(coef, allocator, false) * activations : 0);
-  s.worst_reserved_bytes = m.worst_reserved_bytes + (varying ? varying_shape_share(coef, allocator, true) * activations : 0);
-  s.needed_bytes = varying ? varying_needed_bytes(coef, allocator, m, activations, s.worst_reserved_bytes)
-                           : s.worst_reserved_bytes;
+  set_worst_micro_batch_memory(coef, allocator, m, activations, varying, s);
   const double tokens_per_step = static_cast<double>(b * a * r.gpus) * model::mean_width_tokens(widths);
   if (r.fsdp)
     add_fsdp(fsdp_step(r.workload, r.gpus, res.interconnect, first_device / count, acc_device / count, a),
