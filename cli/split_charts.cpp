@@ -57,13 +57,13 @@ SplitChart simulation_chart(const sim::Request& request, const hw::Profile& prof
 SplitChart lengths_chart(const sim::Request& request, const hw::Profile& profile, const sim::LengthsResult& r) {
   SplitChart c = simulation_chart(request, profile, r.result);
   // Beside the mean step, the step 99% of steps stay within; beside the expected peak, the worst
-  // micro-batch's, which decides `fits`. The panels share one legend, series by series.
+  // micro-batch's need (needed_bytes), which decides `fits`. The panels share one legend, series by series.
   const std::string typical = "mean step, expected peak", tail = "p99 step, worst micro-batch";
   c.step_time_s[0].name = c.peak_reserved_bytes[0].name = typical;
   PlotSeries p99{tail, {}, {}}, worst{tail, {}, {}};
   for (size_t i = 0; i < r.result.splits.size(); ++i) {
     p99.values.push_back(r.lengths.at(i).step_time_p99_s);
-    worst.values.push_back(r.result.splits[i].worst_reserved_bytes);
+    worst.values.push_back(r.result.splits[i].needed_bytes);
   }
   c.step_time_s.push_back(p99);
   c.peak_reserved_bytes.push_back(worst);
