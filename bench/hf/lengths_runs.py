@@ -18,6 +18,7 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan pad --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan qlora --budget-s 520 --out-dir $OUT   # needs bitsandbytes
     python3 bench/hf/lengths_runs.py --plan archs --budget-s 520 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan epochs --budget-s 400 --out-dir $OUT   # after lorasim calibrate
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -41,15 +42,16 @@ EPOCH_SPLITS = [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16)]  # the likeliest to ru
 
 
 def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2,
-         quant=None, attn="sdpa", targets=None, order="random"):
+         quant=None, attn="sdpa", targets=None, order="random", fresh=False):
     """quant: None (bf16 base) or a bitsandbytes 4-bit type ("nf4", "fp4"), double quantization on, bf16 compute
     (the QLoRA recipe); attn: attn_implementation; targets: LoRA target_modules (default: the seven Llama
     projections); order: "random" (the trainer's own sampler) or "worst_last" (n sequences in a fixed order,
     the data's b longest together as the epoch's last micro-batch: the worst micro-batch after the allocator
-    has held every shape before it; with epoch=True)."""
+    has held every shape before it; with epoch=True); fresh: each split in a worker process of its own, as a
+    user's training script runs (its first step pays the process's set-up, which epoch_time_s counts once)."""
     return dict(model=model[0], config=model[1], dist=dist, trainer=trainer, splits=splits, allocator=allocator,
                 cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup, quant=quant, attn=attn,
-                targets=targets or LLAMA_TARGETS, order=order)
+                targets=targets or LLAMA_TARGETS, order=order, fresh=fresh)
 
 
 PLANS = {
@@ -102,6 +104,17 @@ PLANS = {
         cell(QWEN25, "longtail", "SFTTrainer", [(2, 8), (16, 1)], allocator="expandable", timed=5),
         cell(QWEN25, "chat", "Trainer", [(4, 4), (16, 1)], allocator="expandable", timed=5),
     ],
+    # issue 16's epoch target: one full epoch per split, each in a fresh process (as `python train.py`),
+    # uncapped and alone on the GPU, after `lorasim calibrate --stack hf-peft` on the same machine; both
+    # trainers, both distributions, both models, both allocators
+    "epochs": [
+        cell(QWEN3, "longtail", "SFTTrainer", [(4, 4), (8, 2), (16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "Trainer", [(2, 8), (4, 4)], n=256, epoch=True, fresh=True, allocator="expandable"),
+        cell(QWEN25, "chat", "SFTTrainer", [(4, 4), (8, 2), (16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "Trainer", [(4, 4), (8, 2), (16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "chat", "SFTTrainer", [(2, 8), (16, 1)], n=256, epoch=True, fresh=True, allocator="expandable"),
+        cell(QWEN25, "longtail", "Trainer", [(4, 4), (16, 1)], n=256, epoch=True, fresh=True),
+    ],
     # issue 18: a 4-bit base (QLoRA: NF4, double quantization, bf16 compute), fixed lengths, both trainers;
     # the plain Trainer as PEFT's QLoRA recipe has it (prepare_model_for_kbit_training, checkpointing)
     "qlora": [
@@ -132,7 +145,7 @@ PLANS = {
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,
              warmup=1),
         cell(("tiny", "bench/hf/configs/smoke.json"), "chat", "Trainer", [(2, 2), (4, 1)], n=64, timed=2, warmup=1),
-        cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(4, 2), (2, 4)], n=32, epoch=True,
+        cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(4, 2), (2, 4)], n=32, epoch=True, fresh=True,
              allocator="expandable", cap_gib=1.0),
     ],
 }
@@ -163,9 +176,13 @@ def dataset_lengths(dist, n, seed=0, worst_last_of=None):
 
 
 def groups_of(cells):
-    """Consecutive cells with one allocator and cap share a worker process."""
+    """Consecutive cells with one allocator and cap share a worker process; a fresh cell's splits each
+    have their own."""
     groups = []
     for c in cells:
+        if c.get("fresh"):
+            groups += [(None, [dict(c, splits=[s])]) for s in c["splits"]]
+            continue
         key = (c["allocator"], c["cap_gib"])
         if groups and groups[-1][0] == key:
             groups[-1][1].append(c)
