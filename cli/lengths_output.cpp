@@ -40,6 +40,8 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
     s["varying_shape_worst_bytes"] = static_cast<int64_t>(f.varying_shape_worst_bytes);
     s["steps_per_epoch"] = f.steps_per_epoch;
     s["epoch_time_s"] = f.epoch_time_s;
+    s["epoch_time_low_s"] = f.epoch_time_low_s;
+    s["epoch_time_high_s"] = f.epoch_time_high_s;
     s["new_shapes_per_step"] = f.new_shapes_per_step;
     s["new_shape_time_s"] = f.new_shape_time_s;
     s["new_shapes_per_epoch"] = f.new_shapes_per_epoch;
@@ -90,7 +92,7 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
          "mean_padded_length_tokens,worst_padded_length_tokens,micro_batch_time_s,host_time_s,device_time_s,"
          "optimizer_time_s,run_time_s,tokens_per_s,peak_allocated_bytes,peak_reserved_bytes,"
          "worst_reserved_bytes,fits,host_bound,rank,step_time_low_s,step_time_high_s,grad_ckpt,new_shapes_per_step,"
-         "new_shape_time_s,needed_bytes\n";
+         "new_shape_time_s,needed_bytes,epoch_time_low_s,epoch_time_high_s\n";
   for (size_t i = 0; i < r.result.splits.size(); ++i) {
     const sim::Split& s = r.result.splits[i];
     const sim::LengthFigures& f = r.lengths[i];
@@ -102,7 +104,8 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
         << static_cast<int64_t>(s.peak_reserved_bytes) << ',' << static_cast<int64_t>(s.worst_reserved_bytes) << ','
         << (s.fits ? "true" : "false") << ',' << (s.host_bound ? "true" : "false") << ',' << s.rank << ','
         << s.step_time_low_s << ',' << s.step_time_high_s << ',' << (s.grad_ckpt ? "true" : "false") << ','
-        << f.new_shapes_per_step << ',' << f.new_shape_time_s << ',' << static_cast<int64_t>(s.needed_bytes) << '\n';
+        << f.new_shapes_per_step << ',' << f.new_shape_time_s << ',' << static_cast<int64_t>(s.needed_bytes) << ','
+        << f.epoch_time_low_s << ',' << f.epoch_time_high_s << '\n';
   }
 }
 

@@ -139,10 +139,11 @@ LengthsResult simulate_lengths_data_parallel(const Request& r, const LengthsOpti
     s.step_time_high_s += shift_s;
     s.run_time_s = static_cast<double>(r.steps) * step_s;
     s.tokens_per_s = real_tokens_per_step / step_s;
-    f.step_time_p99_s = slowest_p99_s + exposed_s;
+    f.step_time_p99_s = slowest_p99_s + f.new_shape_time_s + exposed_s;
     f.steps_per_epoch = steps_per_epoch;
     f.epoch_time_s = static_cast<double>(steps_per_epoch) * (slowest_s + exposed_s) + new_shape_s * f.new_shapes_per_epoch +
                      f.first_step_s;  // every GPU's process pays it at once
+    set_epoch_range(s, f);
     const double memory_bytes = r.fsdp ? res.fsdp_memory.delta_bytes : res.data_parallel.bucket_memory_bytes;
     s.peak_allocated_bytes += memory_bytes;
     s.peak_reserved_bytes += memory_bytes;

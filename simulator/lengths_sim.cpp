@@ -114,6 +114,12 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
   return bound ? c.varying_bound_default : c.varying_share_default;
 }
 
+void set_epoch_range(const Split& s, LengthFigures& f) {
+  const double steps = static_cast<double>(f.steps_per_epoch);
+  f.epoch_time_low_s = f.epoch_time_s - steps * (s.step_time_s - s.step_time_low_s);
+  f.epoch_time_high_s = f.epoch_time_s + steps * (s.step_time_high_s - s.step_time_s);
+}
+
 void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
                                   const model::MemoryEstimate& worst, double activations, bool varying, Split& s) {
   s.peak_allocated_bytes = worst.peak_allocated_bytes;
@@ -248,7 +254,9 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
     std::sort(totals.begin(), totals.end());
     const size_t q = static_cast<size_t>(std::ceil(0.99 * n)) - 1;
-    f.step_time_p99_s = totals[std::min(q, totals.size() - 1)];
+    // The run's steps meet new shapes as its mean does: the p99 step carries the same share, so
+    // that it is never below the mean it is the tail of.
+    f.step_time_p99_s = totals[std::min(q, totals.size() - 1)] + f.new_shape_time_s;
     f.sampled_step_s = std::move(totals);
 
     const model::MicroBatchTokens tokens = model::expected_micro_batch(d, padding, b, o.group_by_length);
@@ -260,6 +268,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     f.first_step_s = coef.first_step_s;
     f.epoch_time_s = static_cast<double>(steps_per_epoch) * (sum_total / n) + coef.new_shape_s * f.new_shapes_per_epoch +
                      f.first_step_s;
+    set_epoch_range(s, f);
 
     const model::WorstMicroBatch worst = model::worst_micro_batch(d, padding, b);
     f.worst_padded_length_tokens = worst_row_tokens(worst, padding, b);

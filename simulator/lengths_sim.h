@@ -35,6 +35,9 @@ struct LengthFigures {
   /// The first epoch from a fresh process: steps_per_epoch steady steps, each new shape's cost and
   /// the process's first-step set-up (first_step_s).
   double epoch_time_s = 0;
+  /// The range of epoch_time_s one process's epoch falls in: each step's range (step_time_low_s,
+  /// step_time_high_s: the profile's expected time error), which one process's steps share.
+  double epoch_time_low_s = 0, epoch_time_high_s = 0;
   double new_shapes_per_step = 0;        ///< micro-batches per step of a shape new to the run (its mean)
   double new_shape_time_s = 0;           ///< what they add to the mean step (new_shape_s each)
   double new_shapes_per_epoch = 0;       ///< micro-batches of the first epoch of a shape new to it
@@ -52,6 +55,9 @@ struct LengthsResult {
   std::vector<LengthFigures> lengths;  ///< parallel to result.splits
   int64_t rows_per_epoch = 0;          ///< sequences (packed: rows) in one pass over the data
 };
+
+/// Sets f's epoch range from its epoch_time_s and the split's step range.
+void set_epoch_range(const Split& s, LengthFigures& f);
 
 /// The share of a micro-batch's activation bytes (its peak allocated less the model's static
 /// bytes) that PyTorch's caching allocator additionally holds when micro-batch shapes vary: the

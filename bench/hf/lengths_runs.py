@@ -19,6 +19,7 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan qlora --budget-s 520 --out-dir $OUT   # needs bitsandbytes
     python3 bench/hf/lengths_runs.py --plan archs --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan epochs --budget-s 400 --out-dir $OUT   # after lorasim calibrate
+    python3 bench/hf/lengths_runs.py --plan epochs2 --budget-s 540 --min-split-s 35 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -114,6 +115,16 @@ PLANS = {
         cell(QWEN3, "longtail", "Trainer", [(4, 4), (8, 2), (16, 1)], n=256, epoch=True, fresh=True),
         cell(QWEN3, "chat", "SFTTrainer", [(2, 8), (16, 1)], n=256, epoch=True, fresh=True, allocator="expandable"),
         cell(QWEN25, "longtail", "Trainer", [(4, 4), (16, 1)], n=256, epoch=True, fresh=True),
+    ],
+    # the epochs plan's cells a first call did not reach, then two splits again in fresh processes (how
+    # much one process's epoch differs from another's: the floor of any epoch prediction)
+    "epochs2": [
+        cell(QWEN3, "longtail", "Trainer", [(4, 4), (8, 2), (16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "chat", "SFTTrainer", [(4, 4), (16, 1)], n=256, epoch=True, fresh=True, allocator="expandable"),
+        cell(QWEN25, "longtail", "Trainer", [(4, 4), (16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "SFTTrainer", [(16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "SFTTrainer", [(4, 4), (4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "Trainer", [(4, 4), (4, 4)], n=256, epoch=True, fresh=True, allocator="expandable"),
     ],
     # issue 18: a 4-bit base (QLoRA: NF4, double quantization, bf16 compute), fixed lengths, both trainers;
     # the plain Trainer as PEFT's QLoRA recipe has it (prepare_model_for_kbit_training, checkpointing)

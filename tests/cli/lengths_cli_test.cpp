@@ -38,6 +38,12 @@ TEST(LengthsCliTest, SimulateJsonCarriesTheLengthFiguresOfEverySplit) {
                 27 * steady + per_shape * s["new_shapes_per_epoch"].get<double>() + s["first_step_s"].get<double>(),
                 1e-9 * s["epoch_time_s"].get<double>());
     EXPECT_LE(s["new_shapes_per_epoch"].get<double>(), 27 * s["accumulation"].get<double>());
+    // The epoch's range is its steps' range, which one process's 27 steps share.
+    EXPECT_NEAR(s["epoch_time_high_s"].get<double>() - s["epoch_time_s"].get<double>(),
+                27 * (s["step_time_high_s"].get<double>() - s["step_time_s"].get<double>()), 1e-9 * s["epoch_time_s"].get<double>());
+    EXPECT_NEAR(s["epoch_time_s"].get<double>() - s["epoch_time_low_s"].get<double>(),
+                27 * (s["step_time_s"].get<double>() - s["step_time_low_s"].get<double>()), 1e-9 * s["epoch_time_s"].get<double>());
+    EXPECT_LT(s["epoch_time_low_s"].get<double>(), s["epoch_time_s"].get<double>());
     EXPECT_EQ(s["worst_padded_length_tokens"], 1024);
     EXPECT_GE(s["worst_reserved_bytes"].get<int64_t>(), s["peak_reserved_bytes"].get<int64_t>());
     const double pad = s["padding_fraction"].get<double>();

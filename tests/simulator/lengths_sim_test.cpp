@@ -258,3 +258,23 @@ TEST(LengthsSimTest, TheHfStackHoldsTheMeasuredFirstStep) {
   EXPECT_EQ(model::resolve(hw, model::StackKind::hf_peft).first_step_s, 2.33);
   EXPECT_EQ(model::resolve(hw, model::StackKind::lorasim).first_step_s, 0.0);
 }
+
+TEST(LengthsSimTest, TheP99StepCarriesTheNewShapesTheMeanDoes) {
+  // A short run on many lengths meets a new shape in most steps: the p99 step pays them as the mean
+  // does (exactly new_shape_time_s more than without them): new shapes alone never put it below the mean.
+  std::vector<model::LengthBin> bins;
+  for (int64_t l = 32; l <= 1024; l += 32) bins.push_back({l, 3});
+  sim::Request r = request(8, model::LengthDistribution::from_bins(bins));
+  r.workload.stack = model::StackSpec{};  // hf-peft
+  r.steps = 10;
+  r.hardware.value("new_shape_s", model::StackKind::hf_peft) = 0;
+  const sim::LengthsResult without = sim::simulate_lengths(r);
+  r.hardware.value("new_shape_s", model::StackKind::hf_peft) = 0.5;
+  const sim::LengthsResult with = sim::simulate_lengths(r);
+  for (size_t i = 0; i < with.lengths.size(); ++i) {
+    const sim::LengthFigures &w = with.lengths[i], &o = without.lengths[i];
+    EXPECT_GT(w.new_shape_time_s, 0) << with.result.splits[i].micro_batch;
+    EXPECT_NEAR(w.step_time_p99_s - o.step_time_p99_s, w.new_shape_time_s, 1e-12 * w.step_time_p99_s);
+    EXPECT_GE(w.step_time_p99_s, with.result.splits[i].step_time_s * (1 - 1e-12));
+  }
+}
