@@ -13,6 +13,7 @@ binary on the development machine, before the run, into a caps file:
     python3 bench/hf/pressure_runs.py --predict build/cli/lorasim > bench/hf/pressure-caps.json
     python3 bench/hf/pressure_runs.py --caps bench/hf/pressure-caps.json --budget-s 520 --out-dir $OUT  # GPU
     python3 bench/hf/pressure_runs.py --plan validate --budget-s 520 --out-dir $OUT --rows validate-rows.jsonl
+    python3 bench/hf/pressure_runs.py --caps bench/hf/pressure-caps.json --cells sft --shares 0.4,0.5 --out-dir $OUT
     python3 bench/hf/pressure_runs.py --smoke --out-dir /tmp/pressure-smoke  # CPU, tiny model, no caps
 
 Every run trains one epoch over the cell's sequences in a fixed order whose last micro-batch holds the
@@ -143,8 +144,11 @@ def main():
     ap.add_argument("--min-split-s", type=float, default=15)
     ap.add_argument("--gpu-budget-gib", type=float, default=132, help="the sum of the caps (and contexts) of processes at once")
     ap.add_argument("--max-procs", type=int, default=8)
+    ap.add_argument("--shares", help="comma-separated activation shares to cap at (default: %s)" % ",".join(map(str, SHARES)))
+    ap.add_argument("--cells", help="comma-separated substrings: only the cells whose name holds one (e.g. sft)")
     ap.add_argument("--smoke", action="store_true", help="a tiny model on the CPU: checks the script, measures nothing")
     args = ap.parse_args()
+    shares = [float(x) for x in args.shares.split(",")] if args.shares else SHARES
     if args.predict:
         json.dump(predict(args.predict), sys.stdout, indent=1)
         print()
@@ -171,14 +175,16 @@ def main():
                   + (f" [error: {r['error']}]" if r.get("error") else ""), flush=True)
         return
     cells = SMOKE_CELLS if args.smoke else CELLS
+    if args.cells:
+        cells = [c for c in cells if any(k in c[0] for k in args.cells.split(","))]
     pred = {c[0]: {"peak_allocated_bytes": lr.GIB, "activation_bytes": lr.GIB} for c in cells} if args.smoke else json.load(open(args.caps))
     state_dir = tempfile.mkdtemp(prefix="pressure-runs-")
-    print(f"pressure_runs: {len(cells)} cells, activation shares {SHARES}, budget {args.budget_s:.0f} s, "
+    print(f"pressure_runs: {len(cells)} cells, activation shares {shares}, budget {args.budget_s:.0f} s, "
           f"rows -> {rows}", flush=True)
     tasks = []
     for c in sorted(cells, key=lambda c: -pred[c[0]]["peak_allocated_bytes"]):  # the largest first
         p = pred[c[0]]
-        caps = [(sh, (p["peak_allocated_bytes"] + sh * p["activation_bytes"]) / lr.GIB) for sh in SHARES]
+        caps = [(sh, (p["peak_allocated_bytes"] + sh * p["activation_bytes"]) / lr.GIB) for sh in shares]
         jobs = [job(c, None if args.smoke else round(cap, 3), sh, p["peak_allocated_bytes"]) for sh, cap in caps]
         state = os.path.join(state_dir, c[0] + ".state")
         tasks.append((max(cap for _, cap in caps) + 0.6,  # + the process's CUDA context, outside the cap
