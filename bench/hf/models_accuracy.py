@@ -165,7 +165,8 @@ def main():
          f"{RESULTS}/qlora-run1/qlora-fit-rows.csv --gpu h200`: calibrate/fit_quant.cpp). They keep both: no extra "
          "host cost per quantized call (the host line is above the host-bound rows already), and the dequantization "
          "is 1.3% of the device-bound rows' time, under the device's spread, so its prior stands (hwprofiles/h200.toml "
-         "says so). Every other row is held out. `bound`: what the prediction says sets the pace (host or device).\n",
+         "says so). Their four SFTTrainer rows also give `reserved_quant_fused_share` (`--fit`: the slack of a quantized "
+         "base under TRL's fused LM head per byte of saved activations, 0.457, shipped as 0.46). Every other row is held out. `bound`: what the prediction says sets the pace (host or device).\n",
          "| run | model | quant | trainer | data | attn | split | role | bound | step meas | step pred | err | "
          "reserved meas GiB | peak pred | err | worst pred | worst >= meas |",
          "| --- " * 17 + "|"]
