@@ -67,6 +67,8 @@ struct Coefficients {
          optimizer_per_param_s = 0;
   double saved_scale = 1, attention_score_scale = 0, logits_scale = 1, workspace_bytes = 0;
   double reserved_scale = 1, reserved_overhead_bytes = 0, reserved_activation_share = 0, reserved_logits_share = 0;
+  /// A quantized base under TRL's fused LM head: allocator slack per byte of saved activations.
+  double reserved_quant_fused_share = 0;
   double context_bytes = 0;
   double expected_time_error = 0.5, expected_memory_error = 0.2;
   double host_spread = 0, device_spread = 0;  ///< the step-time range's relative deviations

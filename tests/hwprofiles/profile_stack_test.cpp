@@ -57,6 +57,7 @@ Profile with_fitted_stack() {
   t.get("reserved_overhead_bytes") = 6.02e8;
   t.get("reserved_activation_share") = 0.07;
   t.get("reserved_logits_share") = 0.3;
+  t.get("reserved_quant_fused_share") = 0.4 / 3.0;  // its prior is 0: a fitted value must round-trip too
   t.get("expected_time_error") = 0.05;
   t.get("expected_memory_error") = 0.03;
   t.get("host_spread") = 0.2345678901234567;

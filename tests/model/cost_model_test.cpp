@@ -316,3 +316,33 @@ TEST(CostModelTest, OtherPrecisionScalesRatesByDatasheetRatio) {
   const double fp32 = micro_batch_time(f, lorasim::testing::runner(hw), Precision::fp32).device_s;
   EXPECT_NEAR(fp32 / bf16, 1000.0 / 60.0, 1e-9);
 }
+
+// The reserved line of the hf-peft stack: a quantized base under TRL's fused LM head takes its
+// slack from its saved activations (reserved_quant_fused_share), every other workload from its
+// logits buffers (reserved_logits_share). Round numbers, worked by hand.
+TEST(CostModelTest, QuantizedBaseUnderTheFusedHeadTakesItsSlackFromTheSavedActivations) {
+  StackModel m;
+  m.stack = StackKind::hf_peft;
+  m.c.saved_scale = 1;
+  m.c.logits_scale = 1;
+  m.c.reserved_scale = 1;
+  m.c.reserved_overhead_bytes = 50;
+  m.c.reserved_logits_share = 1.5;
+  m.c.reserved_quant_fused_share = 0.25;
+  Features f;
+  f.static_bytes = 1000;
+  f.saved_bytes = 400;
+  f.logits_bytes = 100;
+  f.logits_buffer_bytes = 80;
+  f.fused_head_tokens = 8;
+  // A float base under the fused head: allocated 1000 + 400 + 100 = 1500; reserved 1500 + 50 +
+  // 1.5 x 80 = 1670.
+  EXPECT_DOUBLE_EQ(peak_memory(f, m).peak_allocated_bytes, 1500);
+  EXPECT_DOUBLE_EQ(peak_memory(f, m).peak_reserved_bytes, 1670);
+  // A quantized base: 1500 + 50 + 0.25 x 400 = 1650; the logits buffers are not counted twice.
+  f.dequant_weight_bytes = 1;
+  EXPECT_DOUBLE_EQ(peak_memory(f, m).peak_reserved_bytes, 1650);
+  // A quantized base with Transformers' loss (no fused head): the logits share again.
+  f.fused_head_tokens = 0;
+  EXPECT_DOUBLE_EQ(peak_memory(f, m).peak_reserved_bytes, 1670);
+}
