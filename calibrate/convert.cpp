@@ -36,6 +36,7 @@ Measurement to_measurement(const model::Workload& w, const RunResult& r) {
   m.host_time_s = r.host_time_s;
   m.device_time_s = r.device_time_s;
   m.optimizer_time_s = r.optimizer_time_s;
+  m.new_shapes_per_step = r.new_shapes_per_step;
   m.peak_allocated_bytes = static_cast<double>(r.peak_allocated_bytes);
   m.peak_reserved_bytes = static_cast<double>(r.peak_reserved_bytes);
   return m;

@@ -17,8 +17,10 @@ struct RunResult {
   model::Precision precision = model::Precision::fp32;  ///< what the run trained in (see resolve_precision)
   bool oom = false;                  ///< out of memory: recorded, memory released, caller goes on
   std::string error;                 ///< the out-of-memory message when oom
-  double step_time_s = 0;            ///< median full optimizer step (a micro-batches + AdamW + zero_grad)
-  double micro_batch_time_s = 0;     ///< median wall time of one micro-batch in steady state
+  /// Full optimizer step (a micro-batches + AdamW + zero_grad): the timed steps' median, their
+  /// mean where the widths varied (what a prediction from the widths gives, new shapes included).
+  double step_time_s = 0;
+  double micro_batch_time_s = 0;     ///< wall time of one micro-batch: median, or mean as step_time_s
   double host_time_s = std::numeric_limits<double>::quiet_NaN();    ///< median host dispatch time of one micro-batch (CUDA); NaN if not measured or unreliable
   double device_time_s = std::numeric_limits<double>::quiet_NaN();  ///< median device execution time of one micro-batch (CUDA); on CPU = micro_batch_time_s
   double optimizer_time_s = 0;       ///< median AdamW step + zero_grad
@@ -30,6 +32,9 @@ struct RunResult {
   std::string collation;             ///< model::padding_name of the run's padding; empty: fixed lengths
   model::PaddedWidths padded_lengths;  ///< the padded width of every timed micro-batch
   double real_tokens = std::numeric_limits<double>::quiet_NaN();  ///< mean non-pad tokens per timed micro-batch
+  /// Timed micro-batches per step whose (rows, width) shape the process had not trained a model of
+  /// this kind on (calibrate/seen_shapes.h); 0 when the timed widths were one, NaN when oom.
+  double new_shapes_per_step = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace lorasim::calib

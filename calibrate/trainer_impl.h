@@ -26,6 +26,7 @@
 #include "calibrate/precision.h"
 #include "calibrate/process_group_torch.h"
 #include "calibrate/run_checks.h"
+#include "calibrate/seen_shapes.h"
 #include "calibrate/step_timer.h"
 #include "calibrate/token_batch.h"
 #include "model/error.h"
@@ -47,6 +48,13 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+inline double mean(const std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
 }
 
 inline torch::ScalarType scalar_type(model::Precision p) {
@@ -86,13 +94,16 @@ struct Trainer::Impl {
   std::vector<torch::Tensor> base_copy;
   double sleep_cycles_per_s = 0;  // CUDA: rate of at::cuda::sleep, measured once
   ProcessGroup* group = nullptr;  // data parallel: this rank's group (Trainer::join); null: alone
+  std::string shape_kind;  // the kernels' kind of this model (calibrate/seen_shapes.h)
+  ShapeTally shapes{""};   // the current run's new shapes; every forward is seen
 
   Impl(const model::Workload& w, DeviceInfo device_info, uint64_t seed)
       : workload(w),
         info(std::move(device_info)),
         device(info.spec),
         dtype(runner_detail::scalar_type(workload.train.precision)),
-        data_rng(seed ^ 0x9e3779b97f4a7c15ULL) {
+        data_rng(seed ^ 0x9e3779b97f4a7c15ULL),
+        shape_kind(calib::shape_kind(workload, info.spec)) {
 #ifdef LORASIM_TORCH_CUDA
     // Expandable segments map memory in pages instead of caching whole blocks, so reserved
     // memory stays within a few MiB of allocated: without them the caching allocator at
@@ -123,6 +134,7 @@ struct Trainer::Impl {
 
   // One micro-batch as HF's Trainer runs it: forward, loss / a, backward. No host sync.
   torch::Tensor micro_batch(const TokenBatch& batch, int64_t accumulation) {
+    shapes.see(batch.ids.size(0), batch.ids.size(1));
     const auto logits = model->forward(batch.ids);  // (b, s, vocab)
     const auto loss = LoraDecoderImpl::causal_lm_loss(logits, batch.labels) / static_cast<double>(accumulation);
     loss.backward();
@@ -296,9 +308,13 @@ struct Trainer::Impl {
       synchronize();
       memory->release_cache();
       memory->reset_peak();
+      // Which timed micro-batches meet a shape this process has not trained a model of this kind
+      // on: the warm-up's shapes are met, not counted, as the probe counts them.
+      shapes = ShapeTally(shape_kind);
       for (int i = 0; i < spec.warmup_steps; ++i) r.losses.push_back(train_step(spec, b, a, s, sampler.get()).loss);
       std::vector<double> step_s, micro_s, opt_s;
       BatchRecord timed;
+      shapes.start_counting();
       for (int i = 0; i < spec.measure_steps; ++i) {
         const StepTiming t = train_step(spec, b, a, s, sampler.get(), &timed);
         step_s.push_back(t.step_s);
@@ -306,11 +322,16 @@ struct Trainer::Impl {
         opt_s.push_back(t.optimizer_s);
         r.losses.push_back(t.loss);
       }
+      shapes.stop_counting();
       r.peak_allocated_bytes = memory->peak_allocated_bytes();
       r.peak_reserved_bytes = memory->peak_reserved_bytes();
-      r.step_time_s = runner_detail::median(step_s);
-      r.micro_batch_time_s = runner_detail::median(micro_s);
+      // One shape: the median step is the steady state. Many widths: the mean, which is what a
+      // prediction from the widths gives, with what the new shapes among them cost (as the probe).
+      const bool varied = sampler && timed.widths.widths().size() > 1;
+      r.step_time_s = varied ? runner_detail::mean(step_s) : runner_detail::median(step_s);
+      r.micro_batch_time_s = varied ? runner_detail::mean(micro_s) : runner_detail::median(micro_s);
       r.optimizer_time_s = runner_detail::median(opt_s);
+      r.new_shapes_per_step = new_shapes_per_step(shapes.new_shapes(), spec.measure_steps, varied);
       if (sampler) {
         r.padded_lengths = timed.widths.widths();
         r.real_tokens = timed.real_tokens / static_cast<double>(model::micro_batch_count(r.padded_lengths));

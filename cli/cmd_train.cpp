@@ -143,7 +143,9 @@ int cmd_train(const Args& args) {
     j["collation"] = r.collation;
     j["padded_lengths"] = model::format_padded_widths(r.padded_lengths);
     j["real_tokens"] = r.oom ? nlohmann::json(nullptr) : nlohmann::json(r.real_tokens);
+    j["new_shapes_per_step"] = r.oom ? nlohmann::json(nullptr) : nlohmann::json(r.new_shapes_per_step);
   }
+  const bool varied = r.padded_lengths.size() > 1;  // the runner's step time is then the mean
   if (fmt == Format::json) {
     std::cout << j.dump(2) << "\n";
   } else if (r.oom) {
@@ -156,7 +158,9 @@ int cmd_train(const Args& args) {
                               "; times and memory: rank 0's, loss: the ranks' mean)"
                         : std::string())
               << "\n"
-              << "step time:       " << human_seconds(r.step_time_s) << " (median of " << spec.measure_steps << ")\n"
+              << "step time:       " << human_seconds(r.step_time_s) << " (" << (varied ? "mean" : "median") << " of "
+              << spec.measure_steps << (varied ? ", " + fixed(r.new_shapes_per_step, 2) + " new shapes per step" : "")
+              << ")\n"
               << "micro-batch:     " << human_seconds(r.micro_batch_time_s);
     if (!r.collation.empty())
       std::cout << " (" << r.collation << " padding; widths " << model::format_padded_widths(r.padded_lengths)

@@ -2,6 +2,7 @@
 // validate predicts from its own widths. Needs lorasim-train (a LibTorch build); skips without.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "tests/cli/cli_helpers.h"
@@ -29,6 +30,11 @@ TEST(TrainLengthsCliTest, ARunOnALengthsFileSavesARowThatValidateScoresByItsWidt
   EXPECT_FALSE(widths.empty());
   EXPECT_EQ(j["workload"]["seq_len"], 40);  // the file's lengths truncated at --max-length
   EXPECT_GT(j["real_tokens"].get<double>(), 0);
+  // A fresh process without a warm-up: each distinct width (every micro-batch is 2 rows) is one
+  // new shape, over 2 timed steps.
+  const double distinct = static_cast<double>(std::count(widths.begin(), widths.end(), ';') + 1);
+  ASSERT_GT(distinct, 1);  // seed 4 meets several widths (one would record 0)
+  EXPECT_EQ(j["new_shapes_per_step"].get<double>(), distinct / 2);
   const json v = ok_json({"validate", "--measurements", row.string(), "--gpu", "h200", "--format", "json"});
   ASSERT_EQ(v["groups"].size(), 1u);
   EXPECT_EQ(v["groups"][0]["splits"][0]["predicted_from"], "padded_lengths");
