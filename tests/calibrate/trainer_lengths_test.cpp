@@ -26,18 +26,22 @@ model::Workload lengths_workload(const model::Padding& padding) {
   return w;
 }
 
+RunSpec lengths_spec(const model::Workload& w, uint64_t data_seed) {
+  RunSpec spec;
+  spec.workload = w;
+  spec.micro_batch = 2;
+  spec.accumulation = 3;
+  spec.warmup_steps = 1;
+  spec.measure_steps = 2;
+  spec.data_seed = data_seed;
+  return spec;
+}
+
 TEST(TrainerLengthsTest, TheTimedMicroBatchesAreTheSamplersAndTheirWidthsAreRecorded) {
   for (const model::Padding p : {model::Padding{}, model::Padding::multiple_of(16)}) {
     const model::Workload w = lengths_workload(p);
     Trainer trainer(w, "cpu", 1);
-    RunSpec spec;
-    spec.workload = w;
-    spec.micro_batch = 2;
-    spec.accumulation = 3;
-    spec.warmup_steps = 1;
-    spec.measure_steps = 2;
-    spec.data_seed = 11;
-    const RunResult r = trainer.run(spec);
+    const RunResult r = trainer.run(lengths_spec(w, 11));
     ASSERT_FALSE(r.oom) << r.error;
     // The same sampler, seeded alike: the warm-up's 3 micro-batches, then the 6 timed ones.
     LengthSampler s(*w.train.lengths, p, 11);
@@ -62,17 +66,6 @@ TEST(TrainerLengthsTest, TheTimedMicroBatchesAreTheSamplersAndTheirWidthsAreReco
     EXPECT_EQ(m.workload.train.seq_len, r.seq_len);
     EXPECT_FALSE(m.workload.train.lengths.has_value());
   }
-}
-
-RunSpec lengths_spec(const model::Workload& w, uint64_t data_seed) {
-  RunSpec spec;
-  spec.workload = w;
-  spec.micro_batch = 2;
-  spec.accumulation = 3;
-  spec.warmup_steps = 1;
-  spec.measure_steps = 2;
-  spec.data_seed = data_seed;
-  return spec;
 }
 
 // The timed micro-batches' widths that no earlier micro-batch of the sampler had (every one is 2
