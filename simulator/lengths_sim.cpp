@@ -255,7 +255,7 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     std::sort(totals.begin(), totals.end());
     const size_t q = static_cast<size_t>(std::ceil(0.99 * n)) - 1;
     // The run's steps meet new shapes as its mean does: the p99 step carries the same share, so
-    // that it is never below the mean it is the tail of.
+    // that new shapes alone never put it below the mean it is the tail of.
     f.step_time_p99_s = totals[std::min(q, totals.size() - 1)] + f.new_shape_time_s;
     f.sampled_step_s = std::move(totals);
 
