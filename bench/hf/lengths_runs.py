@@ -20,6 +20,7 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan archs --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan epochs --budget-s 400 --out-dir $OUT   # after lorasim calibrate
     python3 bench/hf/lengths_runs.py --plan epochs2 --budget-s 540 --min-split-s 35 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan epochs3 --budget-s 540 --min-split-s 35 --out-dir $OUT   # and epochs4
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -125,6 +126,38 @@ PLANS = {
         cell(QWEN25, "chat", "SFTTrainer", [(16, 1)], n=256, epoch=True, fresh=True),
         cell(QWEN3, "longtail", "SFTTrainer", [(4, 4), (4, 4)], n=256, epoch=True, fresh=True),
         cell(QWEN25, "chat", "Trainer", [(4, 4), (4, 4)], n=256, epoch=True, fresh=True, allocator="expandable"),
+    ],
+    # first_step_s and new_shape_s per trainer, fitted and scored on whole epochs in fresh processes: a
+    # throwaway first process (the lease's cold start, apart), then qwen3-1.7b longtail under both trainers
+    # (the FIT cells) alternating in time with cells of other data and the other model (held out)
+    "epochs3": [
+        cell(QWEN3, "longtail", "Trainer", [(16, 1)], n=32, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "SFTTrainer", [(4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "SFTTrainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "SFTTrainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "chat", "SFTTrainer", [(16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "Trainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "chat", "Trainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "SFTTrainer", [(4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "Trainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "longtail", "SFTTrainer", [(4, 4)], n=256, epoch=True, fresh=True, allocator="expandable"),
+    ],
+    # the same FIT cells again in fresh processes (one split's epoch from process to process), then more
+    # held-out cells: the other allocator, micro-batch 2 and 16
+    "epochs4": [
+        cell(QWEN3, "longtail", "Trainer", [(16, 1)], n=32, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "SFTTrainer", [(4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "longtail", "Trainer", [(2, 8)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "longtail", "SFTTrainer", [(16, 1)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "longtail", "SFTTrainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN3, "chat", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True, allocator="expandable"),
+        cell(QWEN3, "longtail", "Trainer", [(8, 2)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "SFTTrainer", [(16, 1)], n=256, epoch=True, fresh=True, allocator="expandable"),
+        cell(QWEN3, "chat", "SFTTrainer", [(2, 8)], n=256, epoch=True, fresh=True),
+        cell(QWEN25, "chat", "Trainer", [(16, 1)], n=256, epoch=True, fresh=True),
     ],
     # issue 18: a 4-bit base (QLoRA: NF4, double quantization, bf16 compute), fixed lengths, both trainers;
     # the plain Trainer as PEFT's QLoRA recipe has it (prepare_model_for_kbit_training, checkpointing)
