@@ -46,6 +46,7 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
     s["new_shape_time_s"] = f.new_shape_time_s;
     s["new_shapes_per_epoch"] = f.new_shapes_per_epoch;
     s["first_step_s"] = f.first_step_s;
+    s["cold_start_s"] = f.cold_start_s;
   }
   if (r.result.recommended) {
     const sim::LengthFigures& f = r.lengths[*r.result.recommended];

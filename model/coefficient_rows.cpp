@@ -241,13 +241,22 @@ std::vector<Coefficient> coefficient_rows() {
           "heuristics chosen per shape, then cached): the first epoch of varying lengths pays it per new shape",
           fixed(0), in(kHf, 0.18, nn, own)),
       // The calibration's probe discards its process's first step as warm-up, so no calibration row
-      // shows it: `python3 bench/hf/lengths_accuracy.py --fit` gives it from the FIT rows that are
-      // a worker process's first split (their first step less its prediction at its widths, less
-      // the row's steady error), and the value here is that figure rounded.
+      // shows these: `python3 bench/hf/epochs_accuracy.py --fit` gives them from the FIT epochs (each
+      // a fresh process's first step less its prediction at its widths, less the epoch's steady
+      // error), and the values here are those figures rounded. A plain Trainer's and SFTTrainer's
+      // first steps differ by TRL's Triton kernels; the first process on a machine, which reads
+      // every kernel image from disk and compiles those kernels, pays several seconds more.
       row("first_step_s", &K::first_step_s, Term::shape, nullptr,
           "seconds a training process's first step adds beyond its shapes (CUDA/cuBLAS set-up, the optimizer's "
           "state): a fresh process's first epoch pays it once",
-          fixed(0), in(kHf, 2.33, nn, never)),
+          fixed(0), in(kHf, 0.46, nn, never)),
+      row("first_step_fused_head_s", &K::first_step_fused_head_s, Term::shape, nullptr,
+          "what TRL's fused LM head adds to that first step (its Triton kernels, from the machine's cache)",
+          fixed(0), in(kHf, 0.69, nn, never)),
+      row("cold_start_s", &K::cold_start_s, Term::shape, nullptr,
+          "what the first training process on a machine adds once (kernel images from disk, Triton kernels "
+          "compiled): the high end of the epoch's range only",
+          fixed(0), in(kHf, 5.5, nn, never)),
       row("varying_share_default", &K::varying_share_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes: expected extra reserved memory per byte of the "
           "worst micro-batch's activations",

@@ -9,6 +9,10 @@
 
 namespace lorasim::model {
 
+double process_first_step_s(const Coefficients& c, bool fused_lm_head) {
+  return c.first_step_s + (fused_lm_head ? c.first_step_fused_head_s : 0.0);
+}
+
 Features accumulating(const Features& f) {
   Features a = f;
   a.host_ops += a.lora_tensors;  // one in-place add per adapter tensor

@@ -82,11 +82,22 @@ struct Coefficients {
   /// Seconds a training process's first step adds beyond its shapes' (CUDA/cuBLAS set-up, the
   /// optimizer's state): paid once by the first split a process runs, so once per fresh epoch.
   double first_step_s = 0;
+  /// What TRL's fused LM head adds to that first step: its Triton kernels, loaded from the
+  /// machine's kernel cache by every process.
+  double first_step_fused_head_s = 0;
+  /// What the first training process on a machine adds once (kernel images read from disk, the
+  /// fused head's Triton kernels compiled into the cache): the high end of an epoch's range only,
+  /// because later runs on the machine do not pay it.
+  double cold_start_s = 0;
   double varying_share_default = 0, varying_bound_default = 0, varying_need_default = 0;
   double varying_share_expandable = 0, varying_bound_expandable = 0;
   /// TRL's fused LM head: device seconds per token beyond what its FLOPs and traffic count.
   double fused_head_s_per_token = 0;
 };
+
+/// What a fresh training process's first step adds beyond its shapes: first_step_s, and the
+/// fused head's kernels where the stack runs TRL's fused LM head.
+double process_first_step_s(const Coefficients& c, bool fused_lm_head);
 
 /// The same micro-batch when it is not the first of its step: it also dispatches one
 /// gradient-accumulation add per adapter tensor.

@@ -117,7 +117,7 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
 void set_epoch_range(const Split& s, LengthFigures& f) {
   const double steps = static_cast<double>(f.steps_per_epoch);
   f.epoch_time_low_s = f.epoch_time_s - steps * (s.step_time_s - s.step_time_low_s);
-  f.epoch_time_high_s = f.epoch_time_s + steps * (s.step_time_high_s - s.step_time_s);
+  f.epoch_time_high_s = f.epoch_time_s + steps * (s.step_time_high_s - s.step_time_s) + f.cold_start_s;
 }
 
 void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
@@ -265,7 +265,8 @@ LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
     s.tokens_per_s = tokens.real_tokens * static_cast<double>(a) / s.step_time_s;
     f.steps_per_epoch = steps_per_epoch;
     f.new_shapes_per_epoch = later_shapes(steps_per_epoch * a);
-    f.first_step_s = coef.first_step_s;
+    f.first_step_s = model::process_first_step_s(coef, r.workload.stack.fused_lm_head);
+    f.cold_start_s = coef.cold_start_s;
     f.epoch_time_s = static_cast<double>(steps_per_epoch) * (sum_total / n) + coef.new_shape_s * f.new_shapes_per_epoch +
                      f.first_step_s;
     set_epoch_range(s, f);

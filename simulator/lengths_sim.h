@@ -36,12 +36,14 @@ struct LengthFigures {
   /// the process's first-step set-up (first_step_s).
   double epoch_time_s = 0;
   /// The range of epoch_time_s one process's epoch falls in: each step's range (step_time_low_s,
-  /// step_time_high_s: the profile's expected time error), which one process's steps share.
+  /// step_time_high_s: the profile's expected time error), which one process's steps share; the
+  /// high end also holds cold_start_s, for the first run on a machine.
   double epoch_time_low_s = 0, epoch_time_high_s = 0;
   double new_shapes_per_step = 0;        ///< micro-batches per step of a shape new to the run (its mean)
   double new_shape_time_s = 0;           ///< what they add to the mean step (new_shape_s each)
   double new_shapes_per_epoch = 0;       ///< micro-batches of the first epoch of a shape new to it
-  double first_step_s = 0;               ///< what a fresh process's first step adds (the profile's first_step_s)
+  double first_step_s = 0;               ///< what a fresh process's first step adds (model::process_first_step_s)
+  double cold_start_s = 0;               ///< what the first process on a machine adds: in epoch_time_high_s only
   /// The sampled steady steps, ascending: of one GPU, whose maximum over GPUs simulator/lengths_dp.h takes.
   std::vector<double> sampled_step_s;
 };

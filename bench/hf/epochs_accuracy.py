@@ -2,15 +2,19 @@
 """Issue 16's epoch target: whole epochs, each run in a fresh process as a user's training script
 runs, against lorasim's `epoch_time_s` and `step_time_s` for data of many lengths.
 
-    python3 bench/hf/epochs_accuracy.py --run bench/results/h200/epochs-run1 [--lorasim build/cli/lorasim]
+    python3 bench/hf/epochs_accuracy.py [--lorasim build/cli/lorasim]        # all runs: bench/results/epochs-accuracy.md
+    python3 bench/hf/epochs_accuracy.py --fit                                 # what the FIT epochs give, then stop
+    python3 bench/hf/epochs_accuracy.py --run bench/results/h200/epochs-run1  # one run, and its machine's profile
 
-Scores every row of RUN/rows.jsonl (bench/hf/lease_epochs.sh: `lengths_runs.py --plan epochs`) that
-ran its whole epoch, against two profiles: the embedded h200 (calibrated on other H200 machines) and
-RUN/h200-hf.toml, what `lorasim calibrate --stack hf-peft` wrote on the same machine minutes before.
-No row scored here was used in any fit: the embedded profile's terms come from other runs, the
-machine's profile from its calibration plan's own short runs. Each prediction simulates the exact
-sequences the row trained (their lengths, as a histogram), padded to the longest of each
-micro-batch, over the row's number of optimizer steps. Writes RUN/epochs-accuracy.md.
+Without --run: every whole epoch of epochs-run1..-run4 (bench/hf/lengths_runs.py --plan epochs ..
+epochs4; their READMEs say how), against the embedded h200. FIT epochs: qwen3-1.7b on `longtail` in
+epochs-run3 and -run4 (both trainers, micro-batch 4 and 8, each measured twice); their first steps give
+the profile's `first_step_s` (plain Trainer), `first_step_fused_head_s` (SFTTrainer, TRL's fused head)
+and `cold_start_s` (the first process of its trainer on the machine). Every other epoch is held out.
+With --run: every row of RUN/rows.jsonl against the embedded h200 and RUN/h200-hf.toml, what `lorasim
+calibrate --stack hf-peft` wrote on the same machine minutes before (bench/hf/lease_epochs.sh). Each
+prediction simulates the exact sequences the row trained (their lengths, as a histogram), padded to the
+longest of each micro-batch, over the row's number of optimizer steps.
 """
 import argparse
 import datetime
@@ -22,7 +26,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lengths_accuracy import stack_flags  # noqa: E402  (one definition of a row's stack flags)
+import lengths_accuracy as la  # noqa: E402  (one definition of a row's stack flags and first-step excess)
+from lengths_accuracy import stack_flags  # noqa: E402
+
+RESULTS = "bench/results/h200"
+# The runs in the order they ran, by machine: epochs-run4 ran on epochs-run3's machine right after it.
+MACHINES = [["epochs-run1"], ["epochs-run2"], ["epochs-run3", "epochs-run4"]]
 
 
 def epoch_histogram(r, tmp):
@@ -55,11 +64,121 @@ def mean_abs(xs):
     return sum(abs(x) for x in xs) / len(xs) if xs else float("nan")
 
 
+def is_fit(r):
+    return r["run"] in ("epochs-run3", "epochs-run4") and r["model"] == "qwen3-1.7b" and r["distribution"] == "longtail"
+
+
+def whole_epoch(r):
+    """A row that ran its whole epoch with timed steps after the warm-up (a plan's throwaway first
+    process, whose few steps are all warm-up, is not one: it only makes the machine warm)."""
+    return (r.get("full_epoch") and not r.get("oom") and r.get("steps") and r.get("steps_run") == r.get("steps_planned")
+            and r["steps_run"] > r["warmup_steps"])
+
+
+def load_all():
+    """Every row of every run, in the order each machine ran them, marked: run, whether it was the
+    first process of its trainer on its machine (`cold`), and its new shapes per step."""
+    rows = []
+    for machine in MACHINES:
+        kinds = set()
+        for run in machine:
+            with open(os.path.join(RESULTS, run, "rows.jsonl")) as f:
+                for i, line in enumerate(f):
+                    r = dict(json.loads(line), run=run, plan=run, order=i)
+                    r["cold"] = r["trainer"] not in kinds
+                    kinds.add(r["trainer"])
+                    rows.append(r)
+    la.mark_shapes(rows)  # every row is a process of its own: its pid keys it
+    return rows
+
+
+def first_excess(lorasim, r):
+    return la.first_step_excess(lorasim, r, la.new_shape_cost(lorasim))
+
+
+def fit(lorasim, rows):
+    """first_step_s from the warm plain-Trainer FIT epochs, first_step_fused_head_s from the warm
+    SFTTrainer ones, cold_start_s from the cold ones (each against the warm figure of its trainer)."""
+    ex = [(r, first_excess(lorasim, r)) for r in rows if is_fit(r) and whole_epoch(r)]
+    for r, e in ex:
+        print(f"  {r['run']} row {r['order']} {r['trainer']} {r['micro_batch']}x{r['accumulation']}"
+              f"{' (cold)' if r['cold'] else ''}: first-step excess {e:+.3f} s")
+    warm = {t: [e for r, e in ex if r["trainer"] == t and not r["cold"]] for t in ("Trainer", "SFTTrainer")}
+    plain = sum(warm["Trainer"]) / len(warm["Trainer"])
+    fused = sum(warm["SFTTrainer"]) / len(warm["SFTTrainer"]) - plain
+    print(f"first_step_s: {plain:.4f} (mean over {len(warm['Trainer'])} warm Trainer epochs)")
+    print(f"first_step_fused_head_s: {fused:.4f} (warm SFTTrainer epochs: {len(warm['SFTTrainer'])}, less first_step_s)")
+    cold = [e - (plain + (fused if r["trainer"] == "SFTTrainer" else 0.0)) for r, e in ex if r["cold"]]
+    if cold:
+        print(f"cold_start_s: {sum(cold) / len(cold):.4f} (over {len(cold)} cold FIT epoch(s))")
+
+
+def combined(args):
+    rows = load_all()
+    if args.fit:
+        fit(args.lorasim, rows)
+        return
+    L = ["# Whole epochs in fresh processes against lorasim (epochs-run1 to -run4, issue 16)\n",
+         f"Made by `python3 bench/hf/epochs_accuracy.py` on "
+         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC ({platform.machine()}, {platform.system()}; "
+         "lorasim on the CPU), against the embedded h200. Rows: the `rows.jsonl` of bench/results/h200/epochs-run1 "
+         "to -run4 (their READMEs say how they were measured), each epoch a fresh process. FIT (`role` fit): "
+         "qwen3-1.7b on `longtail` in epochs-run3 and -run4, whose first steps give `first_step_s`, "
+         "`first_step_fused_head_s` and `cold_start_s` (`--fit`); every other epoch is held out. `cold`: the "
+         "first process of its trainer on its machine (epochs-run4 ran on epochs-run3's machine), which pays "
+         "`cold_start_s`, counted in the range's high end only. `epoch meas`: the sum of the epoch's step times; "
+         "`step meas`: the mean of the steps after the first; `first excess`: the first step less its "
+         "prediction at its widths (new shapes counted) less the epoch's mean steady error.\n",
+         "| run | model | trainer | data | alloc | split | role | cold | steps | epoch meas | epoch pred | err | "
+         "step meas | step pred | err | first step meas | first excess | first_step_s | epoch range | within |",
+         "| --- " * 20 + "|"]
+    scored = {"fit": [], "held out": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in rows:
+            if not whole_epoch(r) or r["steps_run"] <= r["warmup_steps"]:
+                continue
+            lf, _ = epoch_histogram(r, tmp)
+            s = predict(args.lorasim, r, lf, None)
+            times = [st["time_s"] for st in r["steps"]]
+            epoch, step = sum(times), sum(times[1:]) / max(1, len(times) - 1)
+            ee, se = s["epoch_time_s"] / epoch - 1, s["step_time_s"] / step - 1
+            within = s["epoch_time_low_s"] <= epoch <= s["epoch_time_high_s"]
+            role = "fit" if is_fit(r) else "held out"
+            scored[role].append((r, ee, se, within))
+            L.append(f"| {r['run']} | {r['model']} | {r['trainer']} | {r['distribution']} | {r['allocator']} | "
+                     f"{r['micro_batch']}x{r['accumulation']} | {role} | {'yes' if r['cold'] else 'no'} | {len(times)} | "
+                     f"{epoch:.1f} s | {s['epoch_time_s']:.1f} s | {pct(ee)} | {step:.3f} s | {s['step_time_s']:.3f} s | "
+                     f"{pct(se)} | {times[0]:.2f} s | {first_excess(args.lorasim, r):+.2f} s | {s['first_step_s']:.2f} s | "
+                     f"{s['epoch_time_low_s']:.1f}-{s['epoch_time_high_s']:.1f} s | {'yes' if within else 'no'} |")
+    L.append("\n## Headline (target: epoch time within 5%)\n")
+    for role in ("held out", "fit"):
+        for label, sel in (("all", lambda r: True), ("warm (not cold)", lambda r: not r["cold"])):
+            xs = [x for x in scored[role] if sel(x[0])]
+            if not xs:
+                continue
+            e = [x[1] for x in xs]
+            st = [x[2] for x in xs]
+            n5 = sum(abs(v) <= 0.05 for v in e)
+            L.append(f"- {role}, {label}: epoch time {mean_abs(e) * 100:.1f}% mean |error| over {len(e)} epochs "
+                     f"({min(e) * 100:+.1f}% to {max(e) * 100:+.1f}%), {n5} within 5%; mean step {mean_abs(st) * 100:.1f}% "
+                     f"({min(st) * 100:+.1f}% to {max(st) * 100:+.1f}%); {sum(x[3] for x in xs)} of {len(xs)} inside "
+                     "the predicted range.")
+    out = "bench/results/epochs-accuracy.md"
+    with open(out, "w") as f:
+        f.write("\n".join(L) + "\n")
+    print("\n".join(x for x in L if x.startswith("- ")))
+    print(f"wrote {out}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--run", required=True, help="folder with rows.jsonl and h200-hf.toml")
+    ap.add_argument("--run", help="one folder with rows.jsonl (and h200-hf.toml): score it alone")
+    ap.add_argument("--fit", action="store_true", help="print what the FIT epochs give and stop")
     ap.add_argument("--lorasim", default="build/cli/lorasim")
     args = ap.parse_args()
+    if not args.run:
+        combined(args)
+        return
     rows = []
     with open(os.path.join(args.run, "rows.jsonl")) as f:
         for i, line in enumerate(f):

@@ -175,10 +175,7 @@ def fit(lorasim, rows, preds, c_new):
         num += (r["mean_step_time_s"] - base) * new
         den += new * new
     print(f"new_shape_s: {num / den:.4f} (least squares through 0 over {len(fit_rows)} rows)")
-    ex = [(r, first_step_excess(lorasim, r, c_new)) for r in first_step_rows(rows) if is_fit(r)]
-    for r, e in ex:
-        print(f"  first split of {r['run']} pid {r['pid']} {r['trainer']} {r['micro_batch']}x{r['accumulation']}: {e:+.3f} s")
-    print(f"first_step_s: {sum(e for _, e in ex) / len(ex):.4f} (mean over {len(ex)} FIT rows that are a process's first split)")
+    print("first_step_s, first_step_fused_head_s, cold_start_s: python3 bench/hf/epochs_accuracy.py --fit")
     for alloc in ("default", "expandable"):
         sel = [(r, s) for r, s in zip(rows, preds) if r["allocator"] == alloc and is_fit(r) and not r.get("oom")]
         need = [(r["peak_reserved_bytes"] - (s["peak_reserved_bytes"] - s["varying_shape_bytes"])) / s["activation_bytes"]
@@ -310,17 +307,19 @@ def main():
     L.append("## First step of a process (rows that are a worker process's first split, alone)\n")
     L.append("Only a process's first split pays its set-up (later splits of the process measure "
              f"{later_first_mean:+.2f} s on average, FIT and held out alike: what remains there is their new shapes, "
-             "which `new_shape_s` counts). `first_step_s` is the mean over the FIT rows (`--fit`); held-out rows "
-             "score it.\n")
+             "which `new_shape_s` counts). `first_step_s` is the row's prediction (JSON `first_step_s`: the profile's "
+             "`first_step_s`, plus `first_step_fused_head_s` under TRL's fused head), fitted on the FIT epochs of "
+             "bench/results/epochs-accuracy.md (`python3 bench/hf/epochs_accuracy.py --fit`): every row here scores "
+             "it, FIT rows of the other terms too.\n")
     L.append("| run | pid | model | trainer | data | cap | split | role | first step meas | pred at widths | excess | first_step_s | err |")
     L.append("| --- " * 13 + "|")
     fs_held = []
-    fs = results[0]["s"]["first_step_s"]
+    pred_of = {id(x["r"]): x["s"] for x in results}
     for r in first_step_rows(rows):
         e = first_step_excess(args.lorasim, r, c_new)
         role = "fit" if is_fit(r) else "held out"
-        if role == "held out":
-            fs_held.append(fs - e)
+        fs = pred_of[id(r)]["first_step_s"]
+        fs_held.append(fs - e)
         L.append(f"| {r['run'][-4:]} | {r['pid']} | {r['model']} | {r['trainer']} | {r['distribution']} | "
                  f"{r.get('cap_gib') or '-'} | {r['micro_batch']}x{r['accumulation']} | {role} | {r['steps'][0]['time_s']:.2f} | "
                  f"{step_at_widths(args.lorasim, r, 0, c_new):.2f} | {e:+.2f} s | {fs:.2f} s | {fs - e:+.2f} s |")
@@ -386,8 +385,8 @@ def main():
     if epoch_errs:
         L.append(f"- Epoch time: " + ", ".join(pct(e) for e in epoch_errs) + ".")
     if fs_held:
-        L.append(f"- First step of a process (`first_step_s` {fs:.2f} s against each held-out first split's excess): mean "
-                 f"|error| {mean_abs(fs_held):.2f} s over {len(fs_held)} rows, range {min(fs_held):+.2f} to {max(fs_held):+.2f} s.")
+        L.append(f"- First step of a process (each row's `first_step_s` against its excess; none of these rows fitted it): "
+                 f"mean |error| {mean_abs(fs_held):.2f} s over {len(fs_held)} rows, range {min(fs_held):+.2f} to {max(fs_held):+.2f} s.")
     L.append(f"- Peak reserved, held out: mean |error| {100 * mean_abs(peak_held):.1f}% over {len(peak_held)} rows, "
              f"range {pct(min(peak_held))} to {pct(max(peak_held))}.")
     L.append(f"- Worst case below a measured peak: {len(below)} of {len(results)} rows"

@@ -201,7 +201,7 @@ TEST(StackTermsTest, EveryHfPeftNumberIsOneRowOfItsSection) {
     ++n;
     EXPECT_EQ(v.stack, kHf) << v.row->name;
   }
-  EXPECT_EQ(n, 29u);  // with a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s and varying_need_default
+  EXPECT_EQ(n, 31u);  // with a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s and varying_need_default
   EXPECT_EQ(find_coefficient("device_scale")->in(kHf).range, Range::positive);
   // The spreads may be 0 (a point prediction) and stay below 1 (a bound above 0 s).
   for (const char* name : {"host_spread", "device_spread"}) EXPECT_EQ(find_coefficient(name)->in(kHf).range, Range::fraction);

@@ -253,10 +253,41 @@ TEST(LengthsSimTest, AFreshProcessEpochPaysTheFirstStepOnce) {
 }
 
 TEST(LengthsSimTest, TheHfStackHoldsTheMeasuredFirstStep) {
-  // bench/hf/lengths_accuracy.py --fit's figure; the runner, never measured, has none.
+  // bench/hf/epochs_accuracy.py --fit's figures; the runner, never measured, has none.
   const model::HardwareModel hw = test_gpu();
-  EXPECT_EQ(model::resolve(hw, model::StackKind::hf_peft).first_step_s, 2.33);
-  EXPECT_EQ(model::resolve(hw, model::StackKind::lorasim).first_step_s, 0.0);
+  const model::Coefficients hf = model::resolve(hw, model::StackKind::hf_peft);
+  EXPECT_EQ(hf.first_step_s, 0.46);
+  EXPECT_EQ(hf.first_step_fused_head_s, 0.69);
+  EXPECT_EQ(hf.cold_start_s, 5.5);
+  EXPECT_EQ(model::process_first_step_s(hf, false), 0.46);
+  EXPECT_DOUBLE_EQ(model::process_first_step_s(hf, true), 0.46 + 0.69);
+  const model::Coefficients runner = model::resolve(hw, model::StackKind::lorasim);
+  EXPECT_EQ(model::process_first_step_s(runner, true), 0.0);
+  EXPECT_EQ(runner.cold_start_s, 0.0);
+}
+
+TEST(LengthsSimTest, TheFusedHeadsFirstStepAndTheColdStartGoWhereTheyBelong) {
+  // TRL's fused head adds its kernels' load to the first step, so to the epoch; the first run on a
+  // machine adds cold_start_s to the epoch's high end alone, never to the expected epoch or a step.
+  sim::Request r = request(8, model::LengthDistribution::from_bins({{100, 3}, {300, 5}, {700, 2}}));
+  r.workload.stack = model::StackSpec{};  // hf-peft
+  r.hardware.value("first_step_s", model::StackKind::hf_peft) = 1.0;
+  r.hardware.value("first_step_fused_head_s", model::StackKind::hf_peft) = 0.5;
+  r.hardware.value("cold_start_s", model::StackKind::hf_peft) = 0;
+  r.workload.stack.fused_lm_head = false;
+  const sim::LengthsResult plain = sim::simulate_lengths(r);
+  r.workload.stack.fused_lm_head = true;
+  const sim::LengthsResult fused = sim::simulate_lengths(r);
+  r.hardware.value("cold_start_s", model::StackKind::hf_peft) = 4.0;
+  const sim::LengthsResult cold = sim::simulate_lengths(r);
+  for (size_t i = 0; i < fused.lengths.size(); ++i) {
+    EXPECT_EQ(plain.lengths[i].first_step_s, 1.0);
+    EXPECT_EQ(fused.lengths[i].first_step_s, 1.5);
+    EXPECT_EQ(cold.lengths[i].epoch_time_s, fused.lengths[i].epoch_time_s);
+    EXPECT_EQ(cold.lengths[i].epoch_time_low_s, fused.lengths[i].epoch_time_low_s);
+    EXPECT_DOUBLE_EQ(cold.lengths[i].epoch_time_high_s, fused.lengths[i].epoch_time_high_s + 4.0);
+    EXPECT_EQ(cold.result.splits[i].step_time_high_s, fused.result.splits[i].step_time_high_s);
+  }
 }
 
 TEST(LengthsSimTest, TheP99StepCarriesTheNewShapesTheMeanDoes) {
