@@ -18,6 +18,8 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan pad --budget-s 520 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan qlora --budget-s 520 --out-dir $OUT   # needs bitsandbytes
     python3 bench/hf/lengths_runs.py --plan archs --budget-s 520 --out-dir $OUT
+    LENGTHS_RUNS_SEGMENT_TRACE=1 python3 bench/hf/lengths_runs.py --plan segtrace --budget-s 150 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan archs2 --budget-s 260 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan epochs --budget-s 400 --out-dir $OUT   # after lorasim calibrate
     python3 bench/hf/lengths_runs.py --plan epochs2 --budget-s 540 --min-split-s 35 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan epochs3 --budget-s 540 --min-split-s 35 --out-dir $OUT   # and epochs4
@@ -184,6 +186,23 @@ PLANS = {
         cell(GEMMA2, "longtail", "SFTTrainer", [(4, 4), (16, 1)], attn="eager", timed=4),
         cell(PHI3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], targets=PHI3_TARGETS, timed=4),
         cell(GEMMA3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], timed=4),
+    ],
+    # issue 18's allocator slack: which allocations grew the reserved memory (LENGTHS_RUNS_SEGMENT_TRACE=1),
+    # each split alone in its process; Phi-3's fused projections against qwen3's, and Gemma 2 (eager)
+    "segtrace": [
+        cell(PHI3, "fixed1024", "Trainer", [(8, 2)], targets=PHI3_TARGETS, timed=1, warmup=1, fresh=True),
+        cell(QWEN3, "fixed1024", "Trainer", [(8, 2)], timed=1, warmup=1, fresh=True),
+        cell(GEMMA2, "fixed1024", "Trainer", [(2, 8)], attn="eager", timed=1, warmup=1, fresh=True),
+    ],
+    # more Gemma 2, Gemma 3 and Phi-3 rows, at other lengths and micro-batches than archs' (held out)
+    "archs2": [
+        cell(PHI3, "fixed512", "Trainer", [(4, 4), (16, 1)], targets=PHI3_TARGETS, timed=3),
+        cell(GEMMA3, "fixed512", "Trainer", [(4, 4), (16, 1)], timed=3),
+        cell(GEMMA2, "fixed512", "Trainer", [(4, 4), (16, 1)], attn="eager", timed=3),
+        cell(PHI3, "fixed1024", "Trainer", [(4, 4)], targets=PHI3_TARGETS, timed=3),
+        cell(PHI3, "longtail", "SFTTrainer", [(8, 2)], targets=PHI3_TARGETS, timed=3),
+        cell(GEMMA3, "longtail", "SFTTrainer", [(8, 2)], timed=3),
+        cell(GEMMA2, "longtail", "SFTTrainer", [(8, 2)], attn="eager", timed=3),
     ],
     "smoke": [
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,
@@ -353,7 +372,16 @@ def worker(spec):
         if cuda:  # before the split's model is built; a job without a cap may use the whole GPU
             torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total) if cap else 1.0, 0)
         mark(spec["state"], "start", i)
+        trace = cuda and os.environ.get("LENGTHS_RUNS_SEGMENT_TRACE") == "1"
+        if trace:  # a diagnostic: what made the allocator reserve each segment (slows the steps)
+            torch.cuda.memory._record_memory_history(max_entries=1_000_000, stacks="python")
         row = run_split(ctx, j, spec, cap)
+        if trace:
+            try:
+                row["segment_trace"] = segment_summary(torch.cuda.memory._snapshot())
+            except Exception as e:  # a diagnostic must not cost the row
+                row["segment_trace"] = {"error": repr(e)}
+            torch.cuda.memory._record_memory_history(enabled=None)
         append_row(spec["rows"], row)
         mark(spec["state"], "done", i)
         steps = row.get("steps") or []
@@ -369,6 +397,32 @@ def worker(spec):
               + f" ({row['split_wall_s']:.0f} s)", flush=True)
         if row["oom"]:
             sys.exit(OOM_EXIT)  # a fresh process for what is left: no memory of the failed run
+
+
+def segment_summary(snapshot):
+    """The allocator's segment_alloc events (each a cudaMalloc that grew reserved memory), in order,
+    with the allocated bytes at that moment and the innermost Python frames that asked for them; and
+    the segments alive at the end, with their free bytes (what fragmentation left unused)."""
+    events = [e for trace in snapshot["device_traces"] for e in trace]
+    allocated, reserved, grown = 0, 0, []
+    for e in events:
+        a = e["action"]
+        if a == "alloc":
+            allocated += e["size"]
+        elif a == "free_completed":
+            allocated -= e["size"]
+        elif a in ("segment_alloc", "segment_map"):
+            reserved += e["size"]
+            frames = [f"{os.path.basename(f['filename'])}:{f['line']}:{f['name']}" for f in e.get("frames", [])
+                      if f.get("filename", "").endswith(".py")][:4]
+            grown.append({"size": e["size"], "allocated": allocated, "reserved": reserved, "frames": frames})
+        elif a in ("segment_free", "segment_unmap"):
+            reserved -= e["size"]
+    segments = [{"size": sg["total_size"], "allocated": sg["allocated_size"],
+                 "blocks": len(sg["blocks"]), "free_blocks": sorted((b["size"] for b in sg["blocks"]
+                                                                     if b["state"] == "inactive"), reverse=True)[:6]}
+                for sg in snapshot["segments"]]
+    return {"segment_allocs": grown, "segments": sorted(segments, key=lambda x: -x["size"])[:60]}
 
 
 class Context:
