@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Scores lorasim on issue 18's H200 rows -- a 4-bit base (qlora-run1) and Gemma 2, Gemma 3 and
-Phi-3 shaped models (archs-run1); their READMEs say how they were measured -- and writes
+Phi-3 shaped models (archs-run1, archs-run2); their READMEs say how they were measured -- and writes
 bench/results/models-accuracy.md.
 
 Fixed-length rows: `lorasim simulate` at the row's length and micro-batch, its step time, peak and
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lengths_accuracy as LA  # noqa: E402  (the same helpers, one place)
 
 RESULTS = "bench/results/h200"
-FILES = [("qlora-run1", "qlora-rows.jsonl"), ("archs-run1", "archs-rows.jsonl")]
+FILES = [("qlora-run1", "qlora-rows.jsonl"), ("archs-run1", "archs-rows.jsonl"), ("archs-run2", "archs2-rows.jsonl")]
 _base_flags = LA.stack_flags
 
 
@@ -158,7 +158,7 @@ def main():
     L = ["# lorasim on a 4-bit base and on Gemma 2, Gemma 3 and Phi-3 (issue 18)\n",
          f"Made by `python3 bench/hf/models_accuracy.py` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
          f"UTC ({platform.machine()}, {platform.system()}; lorasim runs on the CPU), against the H200 rows of "
-         f"`{RESULTS}/qlora-run1` and `{RESULTS}/archs-run1`. Profile: the embedded h200. One command per row, e.g.\n",
+         f"`{RESULTS}/qlora-run1`, `{RESULTS}/archs-run1` and `{RESULTS}/archs-run2`. Profile: the embedded h200. One command per row, e.g.\n",
          "    " + " ".join(first["cmd"]).replace(args.lorasim, "lorasim") + "\n",
          "FIT rows (`role` fit): llama-3.2-3b's QLoRA rows, the rows a quantized base's time terms are fitted on "
          "(`python3 bench/hf/qlora_fit_rows.py`, then `lorasim fit --measurements "
