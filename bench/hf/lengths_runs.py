@@ -194,6 +194,12 @@ PLANS = {
         cell(QWEN3, "fixed1024", "Trainer", [(8, 2)], timed=1, warmup=1, fresh=True),
         cell(GEMMA2, "fixed1024", "Trainer", [(2, 8)], attn="eager", timed=1, warmup=1, fresh=True),
     ],
+    # what is alive at SFTTrainer's allocated peak (checkpointing, TRL's fused head), fixed lengths
+    "segtrace2": [
+        cell(QWEN3, "fixed1024", "SFTTrainer", [(16, 1)], timed=1, warmup=1, fresh=True),
+        cell(GEMMA3, "fixed1024", "SFTTrainer", [(16, 1)], timed=1, warmup=1, fresh=True),
+        cell(QWEN3, "fixed1024", "Trainer", [(4, 4)], timed=1, warmup=1, fresh=True),
+    ],
     # more Gemma 2, Gemma 3 and Phi-3 rows, at other lengths and micro-batches than archs' (held out)
     "archs2": [
         cell(PHI3, "fixed512", "Trainer", [(4, 4), (16, 1)], targets=PHI3_TARGETS, timed=3),
@@ -418,11 +424,31 @@ def segment_summary(snapshot):
             grown.append({"size": e["size"], "allocated": allocated, "reserved": reserved, "frames": frames})
         elif a in ("segment_free", "segment_unmap"):
             reserved -= e["size"]
+    # The blocks alive at the allocated peak, largest first, grouped by the frames that allocated them.
+    live, cur, peak, at_peak = {}, 0, 0, {}
+    for e in events:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e
+            cur += e["size"]
+            if cur > peak:
+                peak, at_peak = cur, dict(live)
+        elif e["action"] == "free_completed" and e["addr"] in live:
+            cur -= live.pop(e["addr"])["size"]
+    by_frames = {}
+    for e in at_peak.values():
+        py = [f"{os.path.basename(f['filename'])}:{f['line']}:{f['name']}" for f in e.get("frames", [])
+              if f.get("filename", "").endswith(".py")]
+        key = " < ".join(py[:3]) or "(no Python frame)"
+        n, b = by_frames.get(key, (0, 0))
+        by_frames[key] = (n + 1, b + e["size"])
+    live_at_peak = [{"frames": k, "blocks": n, "bytes": b} for k, (n, b) in
+                    sorted(by_frames.items(), key=lambda kv: -kv[1][1])][:80]
     segments = [{"size": sg["total_size"], "allocated": sg["allocated_size"],
                  "blocks": len(sg["blocks"]), "free_blocks": sorted((b["size"] for b in sg["blocks"]
                                                                      if b["state"] == "inactive"), reverse=True)[:6]}
                 for sg in snapshot["segments"]]
-    return {"segment_allocs": grown, "segments": sorted(segments, key=lambda x: -x["size"])[:60]}
+    return {"segment_allocs": grown, "segments": sorted(segments, key=lambda x: -x["size"])[:60],
+            "allocated_peak": peak, "live_at_peak": live_at_peak}
 
 
 class Context:
