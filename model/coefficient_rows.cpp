@@ -260,7 +260,7 @@ std::vector<Coefficient> coefficient_rows() {
       row("varying_share_default", &K::varying_share_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes: expected extra reserved memory per byte of the "
           "worst micro-batch's activations",
-          fixed(0), in(kHf, 0.44, nn, own)),
+          fixed(0), in(kHf, 0.35, nn, own)),
       row("varying_bound_default", &K::varying_bound_default, Term::shape, nullptr,
           "the same share in the worst case: never below a measured peak of the rows it was fitted on",
           fixed(0), in(kHf, 1.51, nn, own)),
@@ -271,12 +271,12 @@ std::vector<Coefficient> coefficient_rows() {
       row("varying_need_default", &K::varying_need_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes at the memory limit: memory needed beyond the worst "
           "micro-batch's allocated peak, per byte of its activations (0: the bound decides whether a split fits)",
-          fixed(0), in(kHf, 0.60, nn, own)),
+          fixed(0), in(kHf, 0.46, nn, own)),
       row("varying_share_expandable", &K::varying_share_expandable, Term::shape, nullptr,
           "expandable segments under varying shapes: expected extra reserved memory per byte of activations",
-          fixed(0), in(kHf, 0.02, nn, own)),
+          fixed(0), in(kHf, 0.0, nn, own)),
       row("varying_bound_expandable", &K::varying_bound_expandable, Term::shape, nullptr,
-          "the same share in the worst case", fixed(0), in(kHf, 0.06, nn, own)),
+          "the same share in the worst case", fixed(0), in(kHf, 0.0, nn, own)),
       // TRL's fused LM head recomputes each logits tile in its backward and reduces it in
       // chunks; its FLOPs and traffic count the head once (hf_analytics.cpp). What it costs
       // beyond them is fitted per token from the calibration plan's fused-head runs; 0 until

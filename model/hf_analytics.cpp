@@ -155,6 +155,21 @@ LossTile fused_head_tile(const Workload& w) {
           kTokenChunk};
 }
 
+// PEFT casts each adapted projection's input to the adapters' dtype (_cast_input_dtype); under
+// autocast the matmul casts that fp32 copy back and saves the half one, so the fp32 copy lives
+// only while its projection runs. In a block rebuilt for the backward that moment comes last at
+// the block's last adapted projection (down_proj), when every tensor the block saves is alive:
+// the rebuilt block's peak holds that copy too. Bytes per token; 0 where no such copy is made
+// (fp32 activations, adapters in the compute precision, no autocast: the copy is what is saved).
+double rebuilt_cast_bytes(const Workload& w) {
+  const ActivationBytes act = activation_bytes(w);
+  if (!w.stack.autocast || w.train.adapters_in_compute_precision || act.hidden >= 4) return 0;
+  double last_in = 0;
+  for (const Projection& p : block_projections(w.arch))
+    if (w.lora.has(p.target)) last_in = static_cast<double>(p.in_features);
+  return 4 * last_in;
+}
+
 ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
   const Architecture& a = w.arch;
   const ActivationBytes act = activation_bytes(w);
@@ -178,7 +193,8 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
     double largest = block;
     for (int64_t l = 0; l < a.num_layers; ++l) largest = std::max(largest, hf_layer_saved_per_token(w, l, false));
     m.saved_bytes = n * (L * h * e + outer);
-    m.recompute_bytes = std::max(1.0, n * (largest + 2 * h * e - (fused ? 0.0 : 4 * V + softcap)));
+    m.recompute_bytes =
+        std::max(1.0, n * (largest + 2 * h * e + rebuilt_cast_bytes(w) - (fused ? 0.0 : 4 * V + softcap)));
   } else if (a.local_layer_count() == 0) {
     m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
   } else {

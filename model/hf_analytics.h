@@ -25,6 +25,10 @@ LossTile fused_head_tile(const Workload& w);
 /// saved = the blocks + the final norm + log-softmax's fp32 output and the labels;
 /// logits = what the loss adds at the start of the backward beyond that (nll_loss's and
 /// log_softmax's fp32 gradients: 8 bytes per logit); with checkpointing the rebuilt block.
+/// Bytes per token a block rebuilt for the backward (checkpointing) holds at its peak beyond what
+/// it saves: PEFT's fp32 copy of the last adapted projection's input, under autocast (0 otherwise).
+double rebuilt_cast_bytes(const Workload& w);
+
 ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch);
 
 /// Memory independent of the micro-batch that the stack holds beyond weights, adapters,

@@ -88,7 +88,8 @@ TEST(ProfileStackTest, EqualityComparesEveryStackTerm) {
   const Profile p = with_fitted_stack();
   for (const model::StoredValue* v : stack_values()) {
     Profile q = p;
-    q.hw.value(*v->row, kHf) *= 1.5;
+    double& x = q.hw.value(*v->row, kHf);
+    x = x * 1.5 + 0.25;  // a term that is 0 changes too
     EXPECT_NE(q, p) << v->row->name;
   }
   Profile q = p;

@@ -94,7 +94,7 @@ TEST(HfAnalyticsTest, ActivationMemoryFollowsTheDocsMicroBatchFormulaWithCheckpo
   // The rebuilt block after the loss's buffers (its log-softmax output among them) are freed,
   // with the block's input and output gradient buffers (2 n h e). Here the loss's 8 n V is the
   // larger; the term stays positive (1 byte) so that the peak still sees a checkpointed run.
-  const double rebuilt = n * block + 2 * n * h * e - 4 * n * V;
+  const double rebuilt = n * block + 2 * n * h * e + n * 4 * 8192 - 4 * n * V;  // down_proj's fp32 input copy
   EXPECT_LT(rebuilt, 8 * n * V);
   EXPECT_EQ(m.recompute_bytes, std::max(1.0, rebuilt));
 }
@@ -111,12 +111,40 @@ TEST(HfAnalyticsTest, CheckpointedPeakIsTheLargerOfLossAndRebuiltBlock) {
     w.train.grad_ckpt = true;
     const double n = 2 * 512, V = 512, h = 64, e = 2, block = hf_block_saved_per_token(w, false);
     const Features f = features(w, 2);
-    const double rebuilt = f.saved_bytes - 4 * n * V + n * block + 2 * n * h * e;
+    const double rebuilt = f.saved_bytes - 4 * n * V + n * block + 2 * n * h * e + n * rebuilt_cast_bytes(w);
     const double loss = f.saved_bytes + 8 * n * V;
     EXPECT_EQ(peak_memory(f, stack_model(hw, StackKind::lorasim)).peak_allocated_bytes, f.static_bytes + std::max(loss, rebuilt))
         << attn_impl_name(attn);
     EXPECT_EQ(rebuilt > loss, attn == AttnImpl::eager) << attn_impl_name(attn);
   }
+}
+
+TEST(HfAnalyticsTest, TheRebuiltBlockHoldsTheLastAdaptedInputsFp32CopyUnderAutocastOnly) {
+  // qwen3-1.7b: i = 6144, h = 2048. All seven adapted: down_proj's input, 4 i bytes a token.
+  Workload w = hf("qwen3-1.7b", true, 0.0);
+  EXPECT_EQ(rebuilt_cast_bytes(w), 4.0 * 6144);
+  // q and v alone: v's input, the hidden state.
+  w.lora.targets = {Target::q, Target::v};
+  EXPECT_EQ(rebuilt_cast_bytes(w), 4.0 * 2048);
+  // Without autocast lora_A saves the fp32 copy itself (counted in the block); adapters in the
+  // compute precision need no copy; an fp32 model has nothing to cast.
+  EXPECT_EQ(rebuilt_cast_bytes(hf("qwen3-1.7b", false, 0.0)), 0.0);
+  Workload same = hf("qwen3-1.7b", true, 0.0);
+  same.train.adapters_in_compute_precision = true;
+  EXPECT_EQ(rebuilt_cast_bytes(same), 0.0);
+  Workload fp32 = hf("qwen3-1.7b", true, 0.0);
+  fp32.train.precision = Precision::fp32;
+  EXPECT_EQ(rebuilt_cast_bytes(fp32), 0.0);
+  // It goes into the checkpointed rebuilt block, n tokens at a time, and nowhere else.
+  Workload ckpt = hf("qwen3-1.7b", true, 0.0, 1024);
+  ckpt.train.grad_ckpt = true;
+  ckpt.stack.fused_lm_head = true;
+  const ActivationMemory m = hf_activation_memory(ckpt, 16);
+  Workload off = ckpt;
+  off.stack.autocast = false;
+  const double n = 16 * 1024, e = 2, h = 2048;
+  EXPECT_DOUBLE_EQ(m.recompute_bytes, n * (hf_block_saved_per_token(ckpt, false) + 2 * h * e + 4 * 6144));
+  EXPECT_DOUBLE_EQ(hf_activation_memory(off, 16).recompute_bytes, n * (hf_block_saved_per_token(off, false) + 2 * h * e));
 }
 
 TEST(HfAnalyticsTest, ExtraStaticIsAutocastsHalfCopiesOfTheAdapters) {
