@@ -27,6 +27,8 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
 
+import alloc_history  # bench/hf: what the caching allocator's history says (a diagnostic)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 GIB = 2 ** 30
@@ -384,7 +386,7 @@ def worker(spec):
         row = run_split(ctx, j, spec, cap)
         if trace:
             try:
-                row["segment_trace"] = segment_summary(torch.cuda.memory._snapshot())
+                row["segment_trace"] = alloc_history.segment_summary(torch.cuda.memory._snapshot())
             except Exception as e:  # a diagnostic must not cost the row
                 row["segment_trace"] = {"error": repr(e)}
             torch.cuda.memory._record_memory_history(enabled=None)
@@ -403,52 +405,6 @@ def worker(spec):
               + f" ({row['split_wall_s']:.0f} s)", flush=True)
         if row["oom"]:
             sys.exit(OOM_EXIT)  # a fresh process for what is left: no memory of the failed run
-
-
-def segment_summary(snapshot):
-    """The allocator's segment_alloc events (each a cudaMalloc that grew reserved memory), in order,
-    with the allocated bytes at that moment and the innermost Python frames that asked for them; and
-    the segments alive at the end, with their free bytes (what fragmentation left unused)."""
-    events = [e for trace in snapshot["device_traces"] for e in trace]
-    allocated, reserved, grown = 0, 0, []
-    for e in events:
-        a = e["action"]
-        if a == "alloc":
-            allocated += e["size"]
-        elif a == "free_completed":
-            allocated -= e["size"]
-        elif a in ("segment_alloc", "segment_map"):
-            reserved += e["size"]
-            frames = [f"{os.path.basename(f['filename'])}:{f['line']}:{f['name']}" for f in e.get("frames", [])
-                      if f.get("filename", "").endswith(".py")][:4]
-            grown.append({"size": e["size"], "allocated": allocated, "reserved": reserved, "frames": frames})
-        elif a in ("segment_free", "segment_unmap"):
-            reserved -= e["size"]
-    # The blocks alive at the allocated peak, largest first, grouped by the frames that allocated them.
-    live, cur, peak, at_peak = {}, 0, 0, {}
-    for e in events:
-        if e["action"] == "alloc":
-            live[e["addr"]] = e
-            cur += e["size"]
-            if cur > peak:
-                peak, at_peak = cur, dict(live)
-        elif e["action"] == "free_completed" and e["addr"] in live:
-            cur -= live.pop(e["addr"])["size"]
-    by_frames = {}
-    for e in at_peak.values():
-        py = [f"{os.path.basename(f['filename'])}:{f['line']}:{f['name']}" for f in e.get("frames", [])
-              if f.get("filename", "").endswith(".py")]
-        key = " < ".join(py[:3]) or "(no Python frame)"
-        n, b = by_frames.get(key, (0, 0))
-        by_frames[key] = (n + 1, b + e["size"])
-    live_at_peak = [{"frames": k, "blocks": n, "bytes": b} for k, (n, b) in
-                    sorted(by_frames.items(), key=lambda kv: -kv[1][1])][:80]
-    segments = [{"size": sg["total_size"], "allocated": sg["allocated_size"],
-                 "blocks": len(sg["blocks"]), "free_blocks": sorted((b["size"] for b in sg["blocks"]
-                                                                     if b["state"] == "inactive"), reverse=True)[:6]}
-                for sg in snapshot["segments"]]
-    return {"segment_allocs": grown, "segments": sorted(segments, key=lambda x: -x["size"])[:60],
-            "allocated_peak": peak, "live_at_peak": live_at_peak}
 
 
 class Context:

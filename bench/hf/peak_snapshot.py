@@ -11,19 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
 
-
-def live_at_peak(snapshot):
-    events = [e for trace in snapshot["device_traces"] for e in trace]
-    live, cur, peak, at_peak = {}, 0, 0, {}
-    for e in events:
-        if e["action"] == "alloc":
-            live[e["addr"]] = e
-            cur += e["size"]
-            if cur > peak:
-                peak, at_peak = cur, dict(live)
-        elif e["action"] == "free_completed" and e["addr"] in live:
-            cur -= live.pop(e["addr"])["size"]
-    return peak, sorted(at_peak.values(), key=lambda e: -e["size"])
+from alloc_history import live_at_peak  # noqa: E402
 
 
 def where(e):
