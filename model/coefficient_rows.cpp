@@ -244,8 +244,8 @@ std::vector<Coefficient> coefficient_rows() {
       // shows these: `python3 bench/hf/epochs_accuracy.py --fit` gives them from the FIT epochs (each
       // a fresh process's first step less its prediction at its widths, less the epoch's steady
       // error), and the values here are those figures rounded. A plain Trainer's and SFTTrainer's
-      // first steps differ by TRL's Triton kernels; the first process on a machine, which reads
-      // every kernel image from disk and compiles those kernels, pays several seconds more.
+      // first steps differ by TRL's Triton kernels; the first process on a machine pays several
+      // seconds more (most likely kernel images read from disk and those kernels compiled).
       row("first_step_s", &K::first_step_s, Term::shape, nullptr,
           "seconds a training process's first step adds beyond its shapes (CUDA/cuBLAS set-up, the optimizer's "
           "state): a fresh process's first epoch pays it once",

@@ -21,14 +21,14 @@ double hf_layer_saved_per_token(const Workload& w, int64_t layer, bool first);
 /// vocabulary at a time: allocated while the loss runs, forward and backward. None unfused.
 LossTile fused_head_tile(const Workload& w);
 
-/// Activation memory of one micro-batch under the hf-peft stack (fields as in analytics.h):
-/// saved = the blocks + the final norm + log-softmax's fp32 output and the labels;
-/// logits = what the loss adds at the start of the backward beyond that (nll_loss's and
-/// log_softmax's fp32 gradients: 8 bytes per logit); with checkpointing the rebuilt block.
 /// Bytes per token a block rebuilt for the backward (checkpointing) holds at its peak beyond what
 /// it saves: PEFT's fp32 copy of the last adapted projection's input, under autocast (0 otherwise).
 double rebuilt_cast_bytes(const Workload& w);
 
+/// Activation memory of one micro-batch under the hf-peft stack (fields as in analytics.h):
+/// saved = the blocks + the final norm + log-softmax's fp32 output and the labels;
+/// logits = what the loss adds at the start of the backward beyond that (nll_loss's and
+/// log_softmax's fp32 gradients: 8 bytes per logit); with checkpointing the rebuilt block.
 ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch);
 
 /// Memory independent of the micro-batch that the stack holds beyond weights, adapters,
