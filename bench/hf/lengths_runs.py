@@ -23,11 +23,13 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan epochs --budget-s 400 --out-dir $OUT   # after lorasim calibrate
     python3 bench/hf/lengths_runs.py --plan epochs2 --budget-s 540 --min-split-s 35 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan epochs3 --budget-s 540 --min-split-s 35 --out-dir $OUT   # and epochs4
+    python3 bench/hf/lengths_runs.py --plan hostvar --budget-s 540 --min-split-s 35 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
 
 import alloc_history  # bench/hf: what the caching allocator's history says (a diagnostic)
+import host_facts  # bench/hf: what the host did while a split trained (a diagnostic)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -48,16 +50,18 @@ EPOCH_SPLITS = [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16)]  # the likeliest to ru
 
 
 def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2,
-         quant=None, attn="sdpa", targets=None, order="random", fresh=False):
+         quant=None, attn="sdpa", targets=None, order="random", fresh=False, env=None, cpus=None):
     """quant: None (bf16 base) or a bitsandbytes 4-bit type ("nf4", "fp4"), double quantization on, bf16 compute
     (the QLoRA recipe); attn: attn_implementation; targets: LoRA target_modules (default: the seven Llama
     projections); order: "random" (the trainer's own sampler) or "worst_last" (n sequences in a fixed order,
     the data's b longest together as the epoch's last micro-batch: the worst micro-batch after the allocator
     has held every shape before it; with epoch=True); fresh: each split in a worker process of its own, as a
-    user's training script runs (its first step pays the process's set-up, which epoch_time_s counts once)."""
+    user's training script runs (its first step pays the process's set-up, which epoch_time_s counts once);
+    env: variables set for its worker process (e.g. PYTHONHASHSEED); cpus: the CPUs its worker process
+    may run on (sched_setaffinity before Python starts), both only with fresh=True."""
     return dict(model=model[0], config=model[1], dist=dist, trainer=trainer, splits=splits, allocator=allocator,
                 cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup, quant=quant, attn=attn,
-                targets=targets or LLAMA_TARGETS, order=order, fresh=fresh)
+                targets=targets or LLAMA_TARGETS, order=order, fresh=fresh, env=env or {}, cpus=cpus)
 
 
 PLANS = {
@@ -163,6 +167,16 @@ PLANS = {
         cell(QWEN3, "chat", "SFTTrainer", [(2, 8)], n=256, epoch=True, fresh=True),
         cell(QWEN25, "chat", "Trainer", [(16, 1)], n=256, epoch=True, fresh=True),
     ],
+    # why one process's host-bound steps run slower than another's (epochs-run3/-run4: one split, one
+    # machine, 0.94 and 1.47 s a step): that split in fresh processes after a throwaway first one, in
+    # rounds of three -- as the trainer starts it, pinned to four CPUs, and with a fixed string-hash seed
+    # (0 and 1 in turn) -- each row with the host's facts over its training (bench/hf/host_facts.py)
+    "hostvar": [cell(QWEN3, "longtail", "Trainer", [(16, 1)], n=32, epoch=True, fresh=True)] + [
+        c for r in range(4) for c in (
+            cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True),
+            cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True, cpus=[4, 5, 6, 7]),
+            cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True,
+                 env={"PYTHONHASHSEED": str(r % 2)}))],
     # issue 18: a 4-bit base (QLoRA: NF4, double quantization, bf16 compute), fixed lengths, both trainers;
     # the plain Trainer as PEFT's QLoRA recipe has it (prepare_model_for_kbit_training, checkpointing)
     "qlora": [
@@ -217,7 +231,7 @@ PLANS = {
              warmup=1),
         cell(("tiny", "bench/hf/configs/smoke.json"), "chat", "Trainer", [(2, 2), (4, 1)], n=64, timed=2, warmup=1),
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(4, 2), (2, 4)], n=32, epoch=True, fresh=True,
-             allocator="expandable", cap_gib=1.0),
+             allocator="expandable", cap_gib=1.0, env={"PYTHONHASHSEED": "0"}, cpus=[0]),
     ],
 }
 ALLOC_CONF = {"default": None, "expandable": "expandable_segments:True"}
@@ -314,10 +328,13 @@ def run_group(args, g, jobs, state, deadline, rows, concurrent):
         if conf:
             env["PYTORCH_CUDA_ALLOC_CONF"] = conf
         env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), os.path.join(REPO, "python")) if p)
+        env.update(jobs[left[0]].get("env") or {})  # a fresh cell's own variables (its group is that cell)
+        cpus = jobs[left[0]].get("cpus")
         spec = json.dumps({"jobs": {str(i): jobs[i] for i in left}, "state": state, "deadline": deadline,
                            "rows": rows, "concurrent": concurrent, "smoke": args.smoke,
                            "smoke_oom": args.smoke_oom, "min_split_s": args.min_split_s})
-        rc = subprocess.run([sys.executable, os.path.abspath(__file__), "--_worker", spec], env=env).returncode
+        rc = subprocess.run([sys.executable, os.path.abspath(__file__), "--_worker", spec], env=env,
+                            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None).returncode
         if rc not in (0, OOM_EXIT):
             print(f"lengths_runs: worker of group {g} exited with {rc}", flush=True)
         if len(read_state(state)[0]) == len(started):  # it started nothing: another try would do the same
@@ -517,6 +534,7 @@ def make_recorder(torch, transformers, cuda, deadline, smoke_oom):
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
             self.f0 = len(self.fwd)
+            self.cpu0 = time.process_time()
             self.t0 = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -524,6 +542,7 @@ def make_recorder(torch, transformers, cuda, deadline, smoke_oom):
             t = time.perf_counter()
             p = self.peaks()
             self.steps.append({"step": len(self.steps) + 1, "time_s": t - self.t0, "interval_s": t - self.t_prev,
+                               "process_cpu_s": time.process_time() - self.cpu0,
                                "forwards": [self.f0, len(self.fwd)],
                                "peak_allocated_bytes": p[0], "peak_reserved_bytes": p[1]})
             self.t_prev = t
@@ -629,6 +648,7 @@ def run_split(ctx, j, spec, cap):
                        mem_get_info_before=list(torch.cuda.mem_get_info()))
             torch.cuda.reset_peak_memory_stats()
         t = time.monotonic()
+        host0 = host_facts.snapshot()
         try:
             trainer.train()
             row["oom"] = False
@@ -637,6 +657,8 @@ def run_split(ctx, j, spec, cap):
                        oom_padded_len=rec.fwd[-1] if rec.fwd else None, oom_message=str(e).split("\n")[0][:300])
             del e
         row["train_wall_s"] = time.monotonic() - t
+        row["host_facts"] = dict(host_facts.between(host0, host_facts.snapshot()),
+                                 pythonhashseed=os.environ.get("PYTHONHASHSEED"), torch_threads=torch.get_num_threads())
     except Exception as e:  # anything else: the row says what, the next split runs
         row.update(oom=row.get("oom", False), error=f"{type(e).__name__}: {e}"[:500])
     if rec is not None:
