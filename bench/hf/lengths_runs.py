@@ -24,6 +24,7 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan epochs2 --budget-s 540 --min-split-s 35 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan epochs3 --budget-s 540 --min-split-s 35 --out-dir $OUT   # and epochs4
     python3 bench/hf/lengths_runs.py --plan hostvar --budget-s 540 --min-split-s 35 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan fp16 --budget-s 400 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -50,7 +51,7 @@ EPOCH_SPLITS = [(16, 1), (8, 2), (4, 4), (2, 8), (1, 16)]  # the likeliest to ru
 
 
 def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None, epoch=False, timed=8, warmup=2,
-         quant=None, attn="sdpa", targets=None, order="random", fresh=False, env=None, cpus=None):
+         quant=None, attn="sdpa", targets=None, order="random", fresh=False, env=None, cpus=None, precision="bf16"):
     """quant: None (bf16 base) or a bitsandbytes 4-bit type ("nf4", "fp4"), double quantization on, bf16 compute
     (the QLoRA recipe); attn: attn_implementation; targets: LoRA target_modules (default: the seven Llama
     projections); order: "random" (the trainer's own sampler) or "worst_last" (n sequences in a fixed order,
@@ -58,10 +59,12 @@ def cell(model, dist, trainer, splits, allocator="default", cap_gib=None, n=None
     has held every shape before it; with epoch=True); fresh: each split in a worker process of its own, as a
     user's training script runs (its first step pays the process's set-up, which epoch_time_s counts once);
     env: variables set for its worker process (e.g. PYTHONHASHSEED); cpus: the CPUs its worker process
-    may run on (sched_setaffinity before Python starts), both only with fresh=True."""
+    may run on (sched_setaffinity before Python starts), both only with fresh=True; precision: "bf16" or
+    "fp16" (a T4's: the base in fp16, `fp16=True`, so autocast to fp16 and the trainer's GradScaler)."""
     return dict(model=model[0], config=model[1], dist=dist, trainer=trainer, splits=splits, allocator=allocator,
                 cap_gib=cap_gib, n=n, epoch=epoch, timed=timed, warmup=warmup, quant=quant, attn=attn,
-                targets=targets or LLAMA_TARGETS, order=order, fresh=fresh, env=env or {}, cpus=cpus)
+                targets=targets or LLAMA_TARGETS, order=order, fresh=fresh, env=env or {}, cpus=cpus,
+                precision=precision)
 
 
 PLANS = {
@@ -177,6 +180,17 @@ PLANS = {
             cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True, cpus=[4, 5, 6, 7]),
             cell(QWEN3, "longtail", "Trainer", [(4, 4)], n=256, epoch=True, fresh=True,
                  env={"PYTHONHASHSEED": str(r % 2)}))],
+    # fp16 as on a T4 (no bf16 there): an fp16 base, autocast to fp16 and the trainer's GradScaler, both
+    # trainers, the bf16 twins of two splits in the same process, then one whole epoch under a T4-sized
+    # cap (15 GiB) at the largest micro-batch
+    "fp16": [
+        cell(QWEN3, "longtail", "SFTTrainer", [(2, 8), (4, 4), (16, 1)], precision="fp16", timed=6),
+        cell(QWEN3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], timed=6),
+        cell(QWEN3, "longtail", "Trainer", [(4, 4), (16, 1)], precision="fp16", timed=6),
+        cell(QWEN3, "longtail", "Trainer", [(4, 4), (16, 1)], timed=6),
+        cell(QWEN25, "chat", "SFTTrainer", [(4, 4), (16, 1)], precision="fp16", timed=6),
+        cell(QWEN3, "longtail", "SFTTrainer", [(16, 1)], cap_gib=15.0, precision="fp16", n=256, epoch=True),
+    ],
     # issue 18: a 4-bit base (QLoRA: NF4, double quantization, bf16 compute), fixed lengths, both trainers;
     # the plain Trainer as PEFT's QLoRA recipe has it (prepare_model_for_kbit_training, checkpointing)
     "qlora": [
@@ -229,7 +243,8 @@ PLANS = {
     "smoke": [
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(2, 2), (4, 1)], n=64, timed=2,
              warmup=1),
-        cell(("tiny", "bench/hf/configs/smoke.json"), "chat", "Trainer", [(2, 2), (4, 1)], n=64, timed=2, warmup=1),
+        cell(("tiny", "bench/hf/configs/smoke.json"), "chat", "Trainer", [(2, 2), (4, 1)], n=64, timed=2, warmup=1,
+             precision="fp16"),
         cell(("tiny", "bench/hf/configs/smoke.json"), "longtail", "SFTTrainer", [(4, 2), (2, 4)], n=32, epoch=True, fresh=True,
              allocator="expandable", cap_gib=1.0, env={"PYTHONHASHSEED": "0"}, cpus=[0]),
     ],
@@ -592,15 +607,18 @@ def run_split(ctx, j, spec, cap):
         t = time.monotonic()
         cfg = transformers.AutoConfig.for_model(model_type, **d)
         attn = j.get("attn", "sdpa")
+        fp16 = j.get("precision", "bf16") == "fp16"
+        half = torch.float16 if fp16 else torch.bfloat16
+        precision = {} if smoke else ({"fp16": True, "bf16": False} if fp16 else {"bf16": True})
         if j.get("quant"):
             model = quantized_model(torch, transformers, cfg, j, attn)
         else:
             with torch.device("cpu" if smoke else "cuda"):
                 model = transformers.AutoModelForCausalLM.from_config(
-                    cfg, dtype=torch.float32 if smoke else torch.bfloat16, attn_implementation=attn)
+                    cfg, dtype=torch.float32 if smoke else half, attn_implementation=attn)
         lora = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
                                target_modules=j.get("targets") or LLAMA_TARGETS)
-        row.update(quant=j.get("quant"), attn_impl=attn, lora_targets=lora.target_modules and sorted(lora.target_modules))
+        row.update(quant=j.get("quant"), precision=j.get("precision", "bf16"), attn_impl=attn, lora_targets=lora.target_modules and sorted(lora.target_modules))
         row["build_s"] = time.monotonic() - t
         t = time.monotonic()
         steps_arg = {"num_train_epochs": 1} if j["epoch"] else {"max_steps": steps_planned}
@@ -608,6 +626,8 @@ def run_split(ctx, j, spec, cap):
                       **steps_arg)
         if smoke:
             common.update(use_cpu=True, bf16=False)
+        elif fp16:  # SFTConfig turns bf16 on by default; a T4 has no bf16
+            common.update(precision)
         rec = make_recorder(torch, transformers, cuda, spec["deadline"], spec["smoke_oom"])
         if j["trainer"] == "SFTTrainer":
             import trl
@@ -622,7 +642,7 @@ def run_split(ctx, j, spec, cap):
                 model = peft.prepare_model_for_kbit_training(model)
                 ckpt = {"gradient_checkpointing": True}
             model = peft.get_peft_model(model, lora)
-            targs = transformers.TrainingArguments(**common, **({} if smoke else {"bf16": True}), **ckpt,
+            targs = transformers.TrainingArguments(**common, **({} if smoke or fp16 else precision), **ckpt,
                                                    remove_unused_columns=False)
             trainer = transformers.Trainer(model=model, args=targs, train_dataset=token_dataset(torch, flat, offsets),
                                            data_collator=pad_to_longest(torch, max_length), callbacks=[rec])
@@ -641,7 +661,7 @@ def run_split(ctx, j, spec, cap):
         trainer.data_collator = recording_collator
         row["trainer_init_s"] = time.monotonic() - t
         row.update(dtypes=parameter_dtypes(trainer.model), optim=str(getattr(targs.optim, "value", targs.optim)))
-        row.update(grad_ckpt=bool(targs.gradient_checkpointing), bf16=bool(targs.bf16),
+        row.update(grad_ckpt=bool(targs.gradient_checkpointing), bf16=bool(targs.bf16), fp16=bool(targs.fp16),
                    learning_rate=targs.learning_rate, lora=lora_info(trainer.model))
         if cuda:
             row.update(model_allocated_bytes=torch.cuda.memory_allocated(),
