@@ -206,9 +206,16 @@ def main():
                  f"{100 * LA.mean_abs([x['err_time'] for x in held]):.1f}% over all {len(held)}"
                  + (f", {100 * LA.mean_abs([x['err_time'] for x in dev]):.1f}% over the {len(dev)} device-bound ones"
                     if dev else "") + ".")
+        if label.startswith("Gemma"):  # fixed lengths (the other architectures' figures) and many lengths apart
+            for part, keep in (("fixed lengths", fixed), ("many lengths (SFTTrainer, `longtail`)", lambda r: not fixed(r))):
+                xs = [x for x in held if keep(x["r"])]
+                if xs:
+                    L.append(f"  - {part}: peak reserved {100 * LA.mean_abs([x['err_peak'] for x in xs]):.1f}% over "
+                             f"{len(xs)} rows ({LA.pct(min(x['err_peak'] for x in xs))} to "
+                             f"{LA.pct(max(x['err_peak'] for x in xs))}).")
     with open(args.out, "w") as f:
         f.write("\n".join(L) + "\n")
-    print("\n".join(L[-4:]))
+    print("\n".join(l for l in L if l.lstrip().startswith("- ")))
 
 
 if __name__ == "__main__":
