@@ -62,14 +62,14 @@ def mark_shapes(rows):
         news = []
         for i, s in enumerate(r.get("steps") or []):
             n = 0
-            for w in s["padded"]:
-                k = (r["config"], r["micro_batch"], w)
+            for w in s["padded"]:  # a shape in another precision runs other kernels: new to the process
+                k = (r["config"], r.get("precision") or "bf16", r["micro_batch"], w)
                 if k not in ps:
                     ps.add(k)
                     n += 1
             news.append(n)
         r["new_per_step"] = news
-        r["fresh"] = not any(k[0] == r["config"] and k[1] == r["micro_batch"] for k in before)
+        r["fresh"] = not any(k[0] == r["config"] and k[2] == r["micro_batch"] for k in before)
 
 
 def stack_flags(r):
