@@ -312,7 +312,22 @@ double quant_extra_forward_ops(const Workload& w) {
   const bool nested = w.train.double_quant && w.train.weight_storage() != WeightFormat::int8;
   return static_cast<double>(block_projections(w.arch).size()) * (nested ? 5.0 : 3.0);
 }
-double extra_forward_ops(const Workload& w) { return adapter_extra_forward_ops(w) + quant_extra_forward_ops(w); }
+// Eager attention dispatches one by one what SDPA runs as one kernel: the key's transpose, the
+// two matmuls, the scale, the mask's add, the fp32 softmax and its cast back, dropout, and
+// repeat_kv's expand and reshape of K and V where heads are grouped; soft-capping adds a division,
+// a tanh and a product. Counted from the dispatches themselves (bench/hf/count_ops.py: 53 aten
+// operators more per layer over forward and backward, 61 with soft-capping, where a qwen3 layer
+// dispatches 490 that the host-op count of analytics.cpp counts as 310) rather than one by one,
+// because their backward dispatches more than kBackwardPerForward per forward operator.
+constexpr double kEagerAttentionForwardOps = 13;
+constexpr double kAttnSoftcapForwardOps = 2;
+double attention_extra_forward_ops(const Workload& w) {
+  if (w.stack.attn_impl != AttnImpl::eager) return 0;
+  return kEagerAttentionForwardOps + (w.arch.attn_logit_softcap > 0 ? kAttnSoftcapForwardOps : 0.0);
+}
+double extra_forward_ops(const Workload& w) {
+  return adapter_extra_forward_ops(w) + quant_extra_forward_ops(w) + attention_extra_forward_ops(w);
+}
 // The backward dispatches about 1.5 operators per forward operator (model/analytics.cpp).
 constexpr double kBackwardPerForward = 1.5;
 }  // namespace

@@ -25,6 +25,7 @@ writes the row and exits, and the driver starts a fresh one for the splits left.
     python3 bench/hf/lengths_runs.py --plan epochs3 --budget-s 540 --min-split-s 35 --out-dir $OUT   # and epochs4
     python3 bench/hf/lengths_runs.py --plan hostvar --budget-s 540 --min-split-s 35 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --plan fp16 --budget-s 400 --out-dir $OUT
+    python3 bench/hf/lengths_runs.py --plan hostarch --budget-s 400 --out-dir $OUT
     python3 bench/hf/lengths_runs.py --smoke --out-dir /tmp/lengths-smoke   # CPU, tiny model
 """
 import argparse, csv, datetime, fcntl, gc, json, os, platform, random, subprocess, sys, tempfile, time
@@ -217,6 +218,14 @@ PLANS = {
         cell(PHI3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], targets=PHI3_TARGETS, timed=4),
         cell(GEMMA3, "longtail", "SFTTrainer", [(4, 4), (16, 1)], timed=4),
     ],
+    # issue 18's host-bound step times against qwen3-1.7b's in the same process minutes apart (the host's
+    # drift between leases apart): 2x8 at 1024 tokens, both trainers, two rounds in the same order
+    "hostarch": [
+        c for _ in range(2) for trainer in ("Trainer", "SFTTrainer") for c in (
+            cell(QWEN3, "fixed1024", trainer, [(2, 8)], timed=4),
+            cell(PHI3, "fixed1024", trainer, [(2, 8)], targets=PHI3_TARGETS, timed=4),
+            cell(GEMMA3, "fixed1024", trainer, [(2, 8)], timed=4),
+            cell(GEMMA2, "fixed1024", trainer, [(2, 8)], attn="eager", timed=4))],
     # issue 18's allocator slack: which allocations grew the reserved memory (LENGTHS_RUNS_SEGMENT_TRACE=1),
     # each split alone in its process; Phi-3's fused projections against qwen3's, and Gemma 2 (eager)
     "segtrace": [

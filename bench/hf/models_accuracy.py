@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scores lorasim on issue 18's H200 rows -- a 4-bit base (qlora-run1) and Gemma 2, Gemma 3 and
-Phi-3 shaped models (archs-run1, archs-run2); their READMEs say how they were measured -- and writes
-bench/results/models-accuracy.md.
+Phi-3 shaped models (archs-run1, archs-run2, and hostarch-run1 beside qwen3-1.7b); their READMEs say
+how they were measured -- and writes bench/results/models-accuracy.md.
 
 Fixed-length rows: `lorasim simulate` at the row's length and micro-batch, its step time, peak and
 worst case against the measured mean timed step and peak reserved. Rows of many lengths (SFTTrainer
@@ -32,7 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lengths_accuracy as LA  # noqa: E402  (the same helpers, one place)
 
 RESULTS = "bench/results/h200"
-FILES = [("qlora-run1", "qlora-rows.jsonl"), ("archs-run1", "archs-rows.jsonl"), ("archs-run2", "archs2-rows.jsonl")]
+FILES = [("qlora-run1", "qlora-rows.jsonl"), ("archs-run1", "archs-rows.jsonl"), ("archs-run2", "archs2-rows.jsonl"),
+         ("hostarch-run1", "hostarch-rows.jsonl")]  # hostarch's qwen3-1.7b rows: its own section only
 _base_flags = LA.stack_flags
 
 
@@ -68,7 +69,8 @@ def load_rows():
             for i, line in enumerate(f):
                 r = json.loads(line)
                 r.update(run=run, plan=name.split("-")[0], order=i)
-                rows.append(r)
+                if not (run == "hostarch-run1" and r["model"] == "qwen3-1.7b"):
+                    rows.append(r)
     return rows
 
 
@@ -158,7 +160,8 @@ def main():
     L = ["# lorasim on a 4-bit base and on Gemma 2, Gemma 3 and Phi-3 (issue 18)\n",
          f"Made by `python3 bench/hf/models_accuracy.py` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
          f"UTC ({platform.machine()}, {platform.system()}; lorasim runs on the CPU), against the H200 rows of "
-         f"`{RESULTS}/qlora-run1`, `{RESULTS}/archs-run1` and `{RESULTS}/archs-run2`. Profile: the embedded h200. One command per row, e.g.\n",
+         f"`{RESULTS}/qlora-run1`, `{RESULTS}/archs-run1`, `{RESULTS}/archs-run2` and `{RESULTS}/hostarch-run1` (its "
+         "Gemma and Phi-3 rows; its qwen3-1.7b rows in the last section). Profile: the embedded h200. One command per row, e.g.\n",
          "    " + " ".join(first["cmd"]).replace(args.lorasim, "lorasim") + "\n",
          "FIT rows (`role` fit): llama-3.2-3b's QLoRA rows, the rows a quantized base's time terms are fitted on "
          "(`python3 bench/hf/qlora_fit_rows.py`, then `lorasim fit --measurements "
@@ -213,9 +216,43 @@ def main():
                     L.append(f"  - {part}: peak reserved {100 * LA.mean_abs([x['err_peak'] for x in xs]):.1f}% over "
                              f"{len(xs)} rows ({LA.pct(min(x['err_peak'] for x in xs))} to "
                              f"{LA.pct(max(x['err_peak'] for x in xs))}).")
+    L += same_process_section(args.lorasim)
     with open(args.out, "w") as f:
         f.write("\n".join(L) + "\n")
     print("\n".join(l for l in L if l.lstrip().startswith("- ")))
+
+
+def same_process_section(lorasim):
+    """hostarch-run1: the architectures at one host-bound split next to qwen3-1.7b in one process, two
+    rounds minutes apart; each row's time error, and that error less qwen3's of the same round and
+    trainer (the host's drift between rounds and leases apart)."""
+    path = os.path.join(RESULTS, "hostarch-run1", "hostarch-rows.jsonl")
+    rows = [dict(json.loads(line), run="hostarch-run1", order=i) for i, line in enumerate(open(path))]
+    L = ["\n## Host-bound steps next to qwen3-1.7b in one process (hostarch-run1, held out)\n",
+         "2x8 at 1024 tokens, both trainers, in one worker process: qwen3-1.7b, Phi-3, Gemma 3, Gemma 2 (eager), "
+         "then the same again (round 2). `vs qwen3`: the row's time error less qwen3-1.7b's in the same round "
+         "and trainer, whose host terms the profile's calibration fitted.\n",
+         "| round | trainer | model | step meas | step pred | err | vs qwen3 | reserved meas GiB | peak pred | err |",
+         "| --- " * 10 + "|"]
+    ref, rel = {}, {}
+    for r in rows:
+        _, _, s = simulate_fixed(lorasim, r)
+        rnd = 1 + r["order"] // 8
+        err = s["step_time_s"] / r["mean_step_time_s"] - 1
+        if r["model"] == "qwen3-1.7b":
+            ref[rnd, r["trainer"]] = err
+        d = err - ref[rnd, r["trainer"]]
+        if r["model"] != "qwen3-1.7b":
+            rel.setdefault(r["model"], []).append(d)
+        L.append(f"| {rnd} | {r['trainer']} | {r['model']} | {r['mean_step_time_s']:.3f} | {s['step_time_s']:.3f} | "
+                 f"{LA.pct(err)} | {LA.pct(d) if r['model'] != 'qwen3-1.7b' else '-'} | "
+                 f"{LA.gib(r['peak_reserved_bytes'])} | {LA.gib(s['peak_reserved_bytes'])} | "
+                 f"{LA.pct(s['peak_reserved_bytes'] / r['peak_reserved_bytes'] - 1)} |")
+    L.append("")
+    for m, ds in rel.items():
+        L.append(f"- {m}: time error less qwen3's, mean {LA.pct(sum(ds) / len(ds))} over {len(ds)} rows "
+                 f"({LA.pct(min(ds))} to {LA.pct(max(ds))}).")
+    return L
 
 
 if __name__ == "__main__":

@@ -192,3 +192,19 @@ TEST(HfAnalyticsTest, HfOperatorCountsAddPeftsCastsPerAdapter) {
   EXPECT_EQ(hf_host_ops_per_micro_batch(d) - host_ops_per_micro_batch(d), 7 * 3 * 2 * 2.5);
   EXPECT_EQ(hf_recompute_ops_per_micro_batch(w), 0.0);
 }
+
+TEST(HfAnalyticsTest, EagerAttentionDispatchesWhatSdpaFuses) {
+  // 13 forward operators per layer more under eager attention, 2 more with soft-capping, times
+  // (forward + 1.5 backward), and once more in the recompute under checkpointing.
+  Workload w = hf("tiny", true, 0.0, 32);
+  Workload e = w;
+  e.stack.attn_impl = AttnImpl::eager;
+  const double layers = static_cast<double>(w.arch.num_layers);
+  EXPECT_EQ(hf_host_ops_per_micro_batch(e) - hf_host_ops_per_micro_batch(w), 13 * 2.5 * layers);
+  Workload c = e;
+  c.arch.attn_logit_softcap = 50;
+  EXPECT_EQ(hf_host_ops_per_micro_batch(c) - hf_host_ops_per_micro_batch(w), 15 * 2.5 * layers);
+  w.train.grad_ckpt = e.train.grad_ckpt = true;
+  EXPECT_EQ(hf_host_ops_per_micro_batch(e) - hf_host_ops_per_micro_batch(w), 13 * 3.5 * layers);
+  EXPECT_EQ(hf_recompute_ops_per_micro_batch(e) - hf_recompute_ops_per_micro_batch(w), 13 * layers);
+}
