@@ -11,6 +11,8 @@ epochs4; their READMEs say how), against the embedded h200. FIT epochs: qwen3-1.
 epochs-run3 and -run4 (both trainers, micro-batch 4 and 8, each measured twice); their first steps give
 the profile's `first_step_s` (plain Trainer), `first_step_fused_head_s` (SFTTrainer, TRL's fused head)
 and `cold_start_s` (the first process of its trainer on the machine). Every other epoch is held out.
+The report ends with the floor of any epoch prediction on the machine: one split's epoch in 12 fresh
+processes (bench/results/h200/hostvar-run1), what a prediction equal to their mean would still miss.
 With --run: every row of RUN/rows.jsonl against the embedded h200 and RUN/h200-hf.toml, what `lorasim
 calibrate --stack hf-peft` wrote on the same machine minutes before (bench/hf/lease_epochs.sh). Each
 prediction simulates the exact sequences the row trained (their lengths, as a histogram), padded to the

@@ -627,7 +627,8 @@ def run_split(ctx, j, spec, cap):
                     cfg, dtype=torch.float32 if smoke else half, attn_implementation=attn)
         lora = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
                                target_modules=j.get("targets") or LLAMA_TARGETS)
-        row.update(quant=j.get("quant"), precision=j.get("precision", "bf16"), attn_impl=attn, lora_targets=lora.target_modules and sorted(lora.target_modules))
+        row.update(quant=j.get("quant"), precision=j.get("precision", "bf16"), attn_impl=attn,
+                   lora_targets=lora.target_modules and sorted(lora.target_modules))
         row["build_s"] = time.monotonic() - t
         t = time.monotonic()
         steps_arg = {"num_train_epochs": 1} if j["epoch"] else {"max_steps": steps_planned}
