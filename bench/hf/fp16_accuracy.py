@@ -42,10 +42,6 @@ def load_rows(path):
     return rows
 
 
-def pct(x):
-    return f"{100 * x:+.1f}%"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lorasim", default="build/cli/lorasim")
@@ -87,16 +83,15 @@ def main():
         meas = f"{r['mean_step_time_s']:.3f}" if r.get("mean_step_time_s") else "-"
         L.append(f"| {r['trainer']} | {r['model']} {r['distribution']} | {r.get('precision')} | {r.get('cap_gib') or '-'} | "
                  f"{r['micro_batch']}x{r['accumulation']} | {r.get('steps_run')} | {meas} | "
-                 + (f"{t:.3f} | {pct(err_t)} | " if t else "- | - | ")
-                 + f"{r['peak_reserved_bytes'] / 2**30:.2f} | {s['peak_reserved_bytes'] / 2**30:.2f} | {pct(err_m) if err_m is not None else '-'} | "
-                 f"{s['worst_reserved_bytes'] / 2**30:.2f} | {'yes' if ok else 'NO'} | {'yes' if oom else 'no'} |")
+                 + (f"{t:.3f} | {LA.pct(err_t)} | " if t else "- | - | ")
+                 + f"{LA.gib(r['peak_reserved_bytes'])} | {LA.gib(s['peak_reserved_bytes'])} | {LA.pct(err_m)} | "
+                 f"{LA.gib(s['worst_reserved_bytes'])} | {'yes' if ok else 'NO'} | {'yes' if oom else 'no'} |")
     ratios = [(k, v["fp16"][0] / v["bf16"][0], v["fp16"][1] / v["bf16"][1]) for k, v in twins.items()
               if "fp16" in v and "bf16" in v]
-    mean_abs = lambda xs: sum(abs(x) for x in xs) / len(xs) if xs else float("nan")
     L += ["\n## Headline (fp16 rows, all held out)\n",
-          f"- Mean step at the measured widths: {100 * mean_abs(fp16_t):.1f}% mean |error| over {len(fp16_t)} rows"
+          f"- Mean step at the measured widths: {100 * LA.mean_abs(fp16_t):.1f}% mean |error| over {len(fp16_t)} rows"
           + (f" ({100 * min(fp16_t):+.1f}% to {100 * max(fp16_t):+.1f}%)." if fp16_t else "."),
-          f"- Peak reserved (uncapped): {100 * mean_abs(fp16_m):.1f}% mean |error| over {len(fp16_m)} rows"
+          f"- Peak reserved (uncapped): {100 * LA.mean_abs(fp16_m):.1f}% mean |error| over {len(fp16_m)} rows"
           + (f" ({100 * min(fp16_m):+.1f}% to {100 * max(fp16_m):+.1f}%)." if fp16_m else "."),
           f"- Worst case below a measured peak: {sum(not x for x in worst_ok)} of {len(worst_ok)} fp16 rows."]
     for k, meas, pred in ratios:
