@@ -49,7 +49,7 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
   add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
   add_data_parallel_options(t, a.data_parallel);
-  t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
+  t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free for other processes on the GPU (the worst case holds the measured spread)")
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
       .paths("measured", a.measured,
              "measurement file (docs/measurements.md; may be repeated): the splits it ran of this workload take "

@@ -85,7 +85,7 @@ void require_attention_support(const HardwareModel& hw, AttnImpl attn) {
 
 PriorErrors prior_errors(const HardwareModel& hw, StackKind stack) {
   if (hw.calibrated || hw.origin(stack).calibrated) return {};
-  return {hw.value("expected_time_error"), hw.value("expected_memory_error")};
+  return {hw.value("expected_time_error"), hw.value("expected_memory_error"), hw.value("expected_memory_error_bytes")};
 }
 
 Coefficients resolve(const HardwareModel& hw, StackKind stack) {

@@ -245,7 +245,8 @@ Result simulate(const Request& r) {
     out.notes.push_back("profile '" + r.hardware.name +
                         "' is a datasheet prior, not a calibration: step times may be off by ~" +
                         percent(r.hardware.value("expected_time_error")) + " and memory by ~" +
-                        percent(r.hardware.value("expected_memory_error")) +
+                        percent(r.hardware.value("expected_memory_error")) + " of the activations plus " +
+                        mib(r.hardware.value("expected_memory_error_bytes")) +
                         (cost.model().prior.time > 0 ? ", and the range and the worst case say so" : "") +
                         " (run `lorasim calibrate` on this GPU for a calibrated profile)");
   if (!r.hardware.bf16_supported && r.workload.train.precision == model::Precision::fp16)
@@ -257,11 +258,14 @@ Result simulate(const Request& r) {
   if (!r.hardware.origin(r.workload.stack.kind).calibrated)
     note(stack.prior_note(r.hardware.name, percent(c.expected_time_error)));
   const model::PriorErrors& prior = cost.model().prior;
+  const double share = std::max(prior.memory, c.worst_case_margin);
   note(stack.memory_note(r.workload.stack, r.hardware.overlap == model::Overlap::max,
-                         prior.memory > c.expected_memory_error
-                             ? percent(prior.memory) + ": the " + r.hardware.name + " prior's, above the stack's " +
-                                   percent(c.expected_memory_error)
-                             : percent(c.expected_memory_error)));
+                         percent(share) +
+                             " of the variable memory (what the count was seen to miss; weights and optimizer state "
+                             "are exact) plus " + mib(c.worst_case_bytes + prior.memory_bytes) +
+                             (prior.memory_bytes > 0 ? " (with the " + r.hardware.name +
+                                                           " prior's device term, which no datasheet gives)"
+                                                     : "")));
   const double family = model::family_memory_error(r.workload.arch);
   if (family > std::max(prior.memory, c.worst_case_margin))
     out.notes.push_back("model_type " + r.workload.arch.model_type + ": no calibration has measured how far the " +

@@ -26,7 +26,9 @@ struct Request {
   bool fsdp = false;
   int64_t steps = 100;             ///< optimizer steps for the run-time column
   int64_t memory_limit_bytes = 0;  ///< 0: the device's memory
-  double safety_margin = 0.05;     ///< fraction of the limit kept free for fragmentation and spikes
+  /// Fraction of the limit kept free for other processes on the GPU. 0 by default: the worst case
+  /// already holds what a peak was measured to exceed its count by (docs/cost-model.md, "Worst case").
+  double safety_margin = 0.0;
   /// Runs of splits of this workload on this GPU: their figures replace the prediction's
   /// (simulator/measured_splits.h).
   std::vector<MeasuredSplit> measured;
