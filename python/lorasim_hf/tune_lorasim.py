@@ -3,6 +3,7 @@ the anchored refit on the trial rows, and the pick with the measured splits.
 """
 import json
 import subprocess
+import tomllib
 import warnings
 
 from lorasim_hf.recommend import LorasimError, run_json
@@ -10,6 +11,23 @@ from lorasim_hf.recommend import LorasimError, run_json
 
 def base_flags(gpu, profile):
     return ["--profile", str(profile)] if profile is not None else ["--gpu", gpu]
+
+
+def profile_facts(exe, gpu=None, profile=None):
+    """{"display_name": ..., "bf16_supported": ...} of the base profile: an embedded one from
+    `lorasim profiles --format json`, a file from its [gpu] table."""
+    if profile is not None:
+        try:
+            with open(profile, "rb") as f:
+                table = tomllib.load(f).get("gpu", {})
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise LorasimError(f"cannot read the profile {profile}: {e}") from None
+        return {"display_name": table.get("display_name", str(profile)),
+                "bf16_supported": bool(table.get("bf16_supported", True))}
+    for p in run_json([exe, "profiles", "--format", "json"]):
+        if p.get("name") == gpu:
+            return {"display_name": p.get("display_name", gpu), "bf16_supported": bool(p.get("bf16_supported"))}
+    raise LorasimError(f"lorasim has no embedded profile '{gpu}'; `lorasim profiles` lists them")
 
 
 def predict(exe, workload, gpu=None, profile=None, memory_limit=None):

@@ -2,9 +2,11 @@
 `training_step` (its `compute_loss`, loss scaling and backward), on batches of its train dataset
 collated by its collator, with a throwaway optimizer of the class its arguments name.
 
-Each step is timed as `LorasimCallback` times one (the micro-batches' forward and backward,
-clipping, the optimizer step and `zero_grad`, CUDA synchronized at both ends; not the data
-loading), the first step of a trial is its warm-up, and on CUDA the peaks cover the timed steps.
+Each micro-batch (forward and backward) and each optimizer step (clipping, the step and
+`zero_grad`) is timed on its own -- CUDA events on the GPU's timeline, which do not synchronize
+and so keep the overlap of host and GPU between micro-batches; the data loading is left out. A
+trial's first micro-batch and first optimizer step are its warm-up; the spread of the others
+gives the noise rule of tune_search its standard error. On CUDA the peaks cover the timed steps.
 What the trials change is put back by `tune_state.TrainingState`.
 """
 import contextlib
@@ -14,6 +16,7 @@ import statistics
 import time
 
 from lorasim_hf._deps import require
+from lorasim_hf.tune_search import Measured, Split
 
 _torch = require("torch")
 
@@ -29,7 +32,6 @@ class Trials:
         random.Random(self.args.seed).shuffle(order)  # a private generator: no RNG of the training is drawn
         self.order, self.next = order, 0
         self.steps = 0  # optimizer steps run (or begun) by all trials
-        self.rows = []  # one measurement row per trial
         self.oom_error = _torch.cuda.OutOfMemoryError
 
     def _data(self):
@@ -52,21 +54,29 @@ class Trials:
             self.next += 1
         return self.collate(picked)
 
+    def checkpointing(self, on):
+        """Gradient checkpointing on or off, as `trainer.train()` turns it on (with the arguments'
+        kwargs); TrainingState puts the model's own setting back."""
+        model = self.model
+        if on and not getattr(model, "is_gradient_checkpointing", False):
+            kwargs = dict(self.args.gradient_checkpointing_kwargs or {})
+            every, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every,
+                                                offload=offload)
+        elif not on and getattr(model, "is_gradient_checkpointing", False):
+            model.gradient_checkpointing_disable()
+
     @contextlib.contextmanager
     def prepared(self):
         """The model as `trainer.train()` runs it: checkpointing on when asked, the forward under
         accelerate's mixed precision with fp32 outputs (what `accelerator.prepare` installs)."""
-        args, model = self.args, self.model
-        if args.gradient_checkpointing and not getattr(model, "is_gradient_checkpointing", False):
-            kwargs = dict(args.gradient_checkpointing_kwargs or {})
-            every, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every,
-                                                offload=offload)
+        if self.args.gradient_checkpointing:
+            self.checkpointing(True)
         acc = self.trainer.accelerator
         if getattr(acc, "native_amp", False):
             from accelerate.utils import convert_outputs_to_fp32, get_mixed_precision_context_manager
             ctx = get_mixed_precision_context_manager(acc.native_amp, acc.autocast_handler)
-            model.forward = convert_outputs_to_fp32(ctx(model.forward))
+            self.model.forward = convert_outputs_to_fp32(ctx(self.model.forward))
         yield  # TrainingState.restore() puts the forward back
 
     def _optimizer(self):
@@ -77,7 +87,21 @@ class Trials:
         if self.cuda:
             _torch.cuda.synchronize()
 
+    def _mark(self):
+        """A point on the device's timeline: a CUDA event (recorded, not waited for), or the clock."""
+        if not self.cuda:
+            return time.perf_counter()
+        event = _torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _intervals_s(self, marks):
+        if not self.cuda:
+            return [b - a for a, b in zip(marks, marks[1:])]
+        return [a.elapsed_time(b) / 1e3 for a, b in zip(marks, marks[1:])]  # after the step's synchronize
+
     def _step(self, micro_batch, accumulation, opt, lens):
+        """One optimizer step: ([seconds per micro-batch], seconds of the optimizer step)."""
         t, args = self.trainer, self.args
         batches = [self._batch(micro_batch) for _ in range(accumulation)]
         batches, n_items = t.get_batch_samples(iter(batches), accumulation, args.device)
@@ -86,9 +110,10 @@ class Trials:
         scaler = getattr(t.accelerator, "scaler", None)
         self.steps += 1
         self._sync()
-        t0 = time.perf_counter()
+        marks = [self._mark()]
         for inputs in batches:
             t.training_step(self.model, inputs, n_items)
+            marks.append(self._mark())
         if scaler is not None:
             scaler.unscale_(opt)
         if args.max_grad_norm is not None and args.max_grad_norm > 0:
@@ -99,23 +124,34 @@ class Trials:
         else:
             opt.step()
         self.model.zero_grad()
+        marks.append(self._mark())
         self._sync()
-        return time.perf_counter() - t0
+        intervals = self._intervals_s(marks)
+        return intervals[:-1], intervals[-1]
 
-    def run(self, micro_batch, accumulation, steps):
-        """A measurement row of `steps` optimizer steps (1 warm-up, the rest timed); oom on CUDA OOM."""
+    def run(self, micro_batch, accumulation, steps, grad_ckpt=None):
+        """A Measured of `steps` optimizer steps of this split (the first micro-batch and optimizer
+        step the warm-up), its `row` in rows.py's columns; oom on CUDA out-of-memory. grad_ckpt:
+        checkpointing on/off for this trial (None: as prepared)."""
+        split = Split(micro_batch, accumulation, grad_ckpt)
         row = dict(self.workload.row, micro_batch=micro_batch, accumulation=accumulation)
-        times, lens, opt, oom = [], [], None, False
+        if grad_ckpt is not None:
+            row["grad_ckpt"] = bool(grad_ckpt)
+            self.checkpointing(grad_ckpt)
+        micro_s, opt_s, lens, opt, oom, begun = [], [], [], None, False, self.steps
         if self.cuda:
             _torch.cuda.empty_cache()
         try:
             opt = self._optimizer()
-            self._step(micro_batch, accumulation, opt, lens)
+            micro, _ = self._step(micro_batch, accumulation, opt, lens)
+            micro_s.extend(micro[1:])  # the first micro-batch is the warm-up; the others are alike
             if self.cuda:
                 _torch.cuda.reset_peak_memory_stats()
             lens.clear()
             for _ in range(steps - 1):
-                times.append(self._step(micro_batch, accumulation, opt, lens))
+                micro, optimizer = self._step(micro_batch, accumulation, opt, lens)
+                micro_s.extend(micro)
+                opt_s.append(optimizer)
         except self.oom_error:
             oom = True
         if oom:  # out of the except block: the traceback no longer holds the step's tensors
@@ -127,13 +163,17 @@ class Trials:
                 scaler._per_optimizer_states.pop(id(opt), None)
         del opt
         gc.collect()
+        peak = None
+        if self.cuda and not oom:
+            peak = _torch.cuda.max_memory_reserved()
+            row.update(peak_allocated_bytes=_torch.cuda.max_memory_allocated(), peak_reserved_bytes=peak)
         if self.cuda:
-            row.update(peak_allocated_bytes=_torch.cuda.max_memory_allocated(),
-                       peak_reserved_bytes=_torch.cuda.max_memory_reserved())
             _torch.cuda.empty_cache()
-        if oom:
-            row.pop("peak_allocated_bytes", None)
-            row.pop("peak_reserved_bytes", None)
-            return dict(row, oom=True, seq_len=self.workload.seq_len)
-        return dict(row, oom=False, step_time_s=statistics.median(times),
-                    seq_len=round(statistics.mean(lens)) if lens else self.workload.seq_len)
+        m = Measured(split, self.steps - begun, oom=oom, micro_batch_times_s=[] if oom else micro_s,
+                     optimizer_times_s=[] if oom else opt_s, peak_bytes=peak)
+        if oom or not m.ran:
+            m.row = dict(row, oom=True, seq_len=self.workload.seq_len) if oom else {}
+        else:
+            m.row = dict(row, oom=False, step_time_s=m.step_time_s,
+                         seq_len=round(statistics.mean(lens)) if lens else self.workload.seq_len)
+        return m
