@@ -1,4 +1,4 @@
-"""The tuner's calls of the lorasim binary: every split's prediction, the splits worth trying,
+"""The tuner's calls of the lorasim binary: the base profile's facts, every split's prediction,
 the anchored refit on the trial rows, and the pick with the measured splits.
 """
 import json
@@ -39,21 +39,6 @@ def predict(exe, workload, gpu=None, profile=None, memory_limit=None):
 
 def _limit(memory_limit):
     return ["--memory-limit", f"{memory_limit / 2**30:.4f}GiB"] if memory_limit else []
-
-
-def candidates(prediction, count=3):
-    """The splits worth trying, largest micro-batch first: the predicted fastest that fits and its
-    neighbours by micro-batch (the larger one too: the worst case that refused it may be cautious).
-    With no split predicted to fit, the smallest micro-batches."""
-    splits = sorted(prediction["splits"], key=lambda s: s["micro_batch"])
-    best = prediction.get("recommended")
-    if best is None:
-        chosen = splits[:count]
-    else:
-        i = next(k for k, s in enumerate(splits) if s["micro_batch"] == best["micro_batch"])
-        lo = max(0, min(i - (count - 1) // 2, len(splits) - count))
-        chosen = splits[lo:lo + count]
-    return [(s["micro_batch"], s["accumulation"]) for s in sorted(chosen, key=lambda s: -s["micro_batch"])]
 
 
 def fit(exe, rows_path, out_path, gpu=None, profile=None):

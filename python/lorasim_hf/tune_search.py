@@ -160,19 +160,20 @@ class Search:
         checkpointing at or above a micro-batch that ran out of memory with it would too."""
         if split.grad_ckpt is None:
             return False
-        other = [m for m in self.results.values() if m.split.grad_ckpt is not None and m.split.grad_ckpt != split.grad_ckpt]
+        other = [m for m in self.results.values() if m.split.grad_ckpt not in (None, split.grad_ckpt)]
         if split.grad_ckpt:
-            return any(m.ran and m.split.micro_batch >= split.micro_batch for m in other)
+            return any(m.ran and not m.over_limit and m.split.micro_batch >= split.micro_batch for m in other)
         return any(self._stopped(m) and m.split.micro_batch <= split.micro_batch for m in other)
 
     def _walk(self, splits, start, reserve):
         """Up from `start` to the first split that does not run; down from it if it does not."""
         allowed = [s for s in splits if not self._skipped(s)]
         if not allowed:
-            if splits:
-                self.report(f"  {_mode_words(splits[0].grad_ckpt)}: not tried, every split is known without a "
-                            "trial (checkpointing is slower at a micro-batch that runs without it, and a micro-"
-                            "batch that ran out of memory with it runs out without it)")
+            if splits and splits[0].grad_ckpt:
+                self.report("  with checkpointing: nothing to try (it is slower at every micro-batch up to one that "
+                            "ran without it)")
+            elif splits:
+                self.report("  without checkpointing: nothing to try (every micro-batch ran out of memory with it)")
             return
         if start is None or start not in allowed:
             below = [s for s in allowed if start is None or s.micro_batch <= start.micro_batch]

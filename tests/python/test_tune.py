@@ -187,8 +187,11 @@ def test_the_search_walks_up_from_a_cautious_prior_to_the_out_of_memory(tmp_path
                   grad_ckpt=False)
     out = capsys.readouterr().out.splitlines()
     trials = [line for line in out if line.startswith("  trial")]
-    assert trials == ["  trial 1: 1x16, 2 steps: 0.0170 s/step +- 0.0%", "  trial 2: 2x8, 2 steps: 0.0090 s/step +- 0.0%",
-                      "  trial 3: 4x4, 2 steps: 0.0050 s/step +- 0.0%", "  trial 4: 8x2, 2 steps: 0.0030 s/step +- 0.0%",
+    # Each step: accumulation + 1 ms (the steady clock); 16x1 runs out of memory in its first step.
+    assert trials == ["  trial 1: 1x16, 2 steps: 0.0170 s/step +- 0.0%",
+                      "  trial 2: 2x8, 2 steps: 0.0090 s/step +- 0.0%",
+                      "  trial 3: 4x4, 2 steps: 0.0050 s/step +- 0.0%",
+                      "  trial 4: 8x2, 2 steps: 0.0030 s/step +- 0.0%",
                       "  trial 5: 16x1, 1 step: out of memory"]
     assert (result.micro_batch, result.accumulation) == (8, 2) and result.trial_steps == 9
     assert trainer.args.per_device_train_batch_size == 8 and trainer.args.gradient_accumulation_steps == 2
