@@ -155,3 +155,15 @@ def test_the_trial_line_says_split_steps_time_noise_and_peak():
     over = measured(8, 1, [0.1], [0.02], grad_ckpt=True, peak_bytes=2**30, over_limit=True)
     assert trial_line(3, over) == "  trial 3: 8x1 checkpointed, 2 steps: 0.1200 s/step, peak 1.00 GiB " \
                                   "(over the memory limit)"
+
+
+def test_a_split_over_the_limit_without_checkpointing_leaves_checkpointing_to_try():
+    def run_trial(split, steps):
+        m = Measured(split, steps, micro_batch_times_s=[0.1] * 3, optimizer_times_s=[0.01])
+        m.over_limit = not split.grad_ckpt and split.micro_batch >= 4  # it ran, its peak past the limit
+        return m
+
+    s = Search([(splits(4, False), Split(4, 1, False)), (splits(4, True), Split(4, 1, True))], 10, run_trial)
+    results = s.run()
+    assert results[Split(4, 1, True)].ran  # 4x1 without ran over the limit: with checkpointing it is tried
+    assert decide(list(results.values())).chosen == Split(4, 1, True)
