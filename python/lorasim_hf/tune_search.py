@@ -137,8 +137,9 @@ class Search:
     def left(self):
         return self.budget - self.spent
 
-    def _trial(self, split, steps=None):
-        steps = min(steps or trial_steps(split.accumulation), self.left())
+    def _trial(self, split, reserve=0):
+        """One trial of `split`, its steps within the budget less what later modes keep (`reserve`)."""
+        steps = min(trial_steps(split.accumulation), self.left() - reserve)
         m = dataclasses.replace(self.run_trial(split, steps), split=split)
         self.spent += max(1, m.steps)
         self.trials += 1
@@ -179,13 +180,13 @@ class Search:
             below = [s for s in allowed if start is None or s.micro_batch <= start.micro_batch]
             start = below[-1] if below else allowed[0]
         i = allowed.index(start)
-        first = self._trial(start) if self.left() - reserve >= 2 else None
+        first = self._trial(start, reserve) if self.left() - reserve >= 2 else None
         if first is None:
             return
         step = -1 if self._stopped(first) else 1
         i += step
         while 0 <= i < len(allowed) and self.left() - reserve >= 2:
-            m = self._trial(allowed[i])
+            m = self._trial(allowed[i], reserve)
             if step == 1 and self._stopped(m) or step == -1 and not self._stopped(m):
                 return
             i += step

@@ -167,3 +167,14 @@ def test_a_split_over_the_limit_without_checkpointing_leaves_checkpointing_to_tr
     results = s.run()
     assert results[Split(4, 1, True)].ran  # 4x1 without ran over the limit: with checkpointing it is tried
     assert decide(list(results.values())).chosen == Split(4, 1, True)
+
+
+def test_the_first_mode_leaves_the_second_a_trial_of_the_budget():
+    device = FakeDevice(fits_up_to=16, ckpt_fits_up_to=16)
+    modes = [(splits(16, False), Split(1, 16, False)), (splits(16, True), Split(8, 2, True))]
+    s = Search(modes, 10, device)
+    s.run()
+    # Without checkpointing the walk stops with 4 steps left (3 kept back); with it, 8x2 and 16x1 run.
+    assert device.log == [("1x16 no checkpointing", 2), ("2x8 no checkpointing", 2), ("4x4 no checkpointing", 2),
+                          ("8x2 checkpointed", 2), ("16x1 checkpointed", 2)]
+    assert s.spent == 10
