@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from conftest import QWEN3
 from test_tune import adapters, lorasim, sft_tokenizer, sft_trainer, steady_clock, trainer_of, tune_of  # noqa: F401
 
 
@@ -119,4 +118,3 @@ def test_the_first_line_names_the_profile_and_the_trials_print_before_the_table(
     assert trials and max(trials) < table
     assert any(line.startswith("lorasim tune: measured fastest: ") or "within the noise" in line
                for line in out[max(trials):table])
-    assert QWEN3  # the shared configs import (conftest) is what test_tune uses too
