@@ -8,7 +8,9 @@ before training, and set on the trainer.
 lorasim predicts every split of `per_device_train_batch_size x gradient_accumulation_steps`; the
 trials start at the predicted fastest that fits and walk up the micro-batches until one runs out
 of memory (caught) or `max_trial_steps` optimizer steps are spent (tune_search.py), each step
-through the trainer's own `training_step`. The profile is refit on those rows (`lorasim fit
+through the trainer's own `training_step`; on data of many lengths each trial also runs its split's
+worst micro-batch (the longest sequences together), so that its peak covers the epoch's worst
+(tune_worst.py). The profile is refit on those rows (`lorasim fit
 --fit-mode anchored`), and the split set is the measured fastest -- or the largest micro-batch
 within its noise -- unless the refit predicts an untried smaller one faster (tune_pick.py).
 With gradient checkpointing left at its default, both settings are weighed (`grad_ckpt="auto"`).
@@ -209,6 +211,9 @@ def _search(trainer, workload, modes, before, budget, fixed, memory_limit, say):
     state = TrainingState(trainer, trainer.model)  # first: even preparing the trials' data sets attributes
     try:
         trials = Trials(trainer, workload)
+        if trials.longest is not None:
+            say(f"  each trial also runs its worst micro-batch, the longest sequences together (up to "
+                f"{trials.longest_tokens} tokens): in its peak, not in its step time")
         state.swap_in_weights()
         with trials.prepared():
             def run_trial(split, steps):
