@@ -8,7 +8,7 @@
 #include "model/workload.h"
 #include "simulator/request.h"
 #include "simulator/result.h"
-#include "simulator/step_source.h"
+#include "simulator/gpu_step.h"
 
 namespace lorasim::sim {
 

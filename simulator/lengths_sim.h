@@ -14,7 +14,7 @@
 #include "simulator/padded_cost.h"
 #include "simulator/request.h"
 #include "simulator/result.h"
-#include "simulator/step_source.h"
+#include "simulator/gpu_step.h"
 
 namespace lorasim::sim {
 

@@ -9,7 +9,7 @@
 #include "simulator/collectives.h"
 #include "simulator/request.h"
 #include "simulator/result.h"
-#include "simulator/step_source.h"
+#include "simulator/gpu_step.h"
 
 namespace lorasim::sim {
 
