@@ -19,7 +19,7 @@
 #include "cli/split_charts.h"
 #include "cli/trainer_preset.h"
 #include "model/analytics.h"
-#include "simulator/grad_ckpt_sim.h"
+#include "simulator/note_text.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -87,8 +87,10 @@ nlohmann::json split_json(const sim::Split& s) {
 }
 
 /// `trainer`: --trainer's preset where given; `both`: each split says its own checkpointing.
-nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r, bool both,
-                           const std::string& trainer, bool with_lengths = false, bool group_by_length = false) {
+/// `notes`: the result's notes as written out, and the command's own.
+nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r,
+                           const std::vector<std::string>& notes, bool both, const std::string& trainer,
+                           bool with_lengths = false, bool group_by_length = false) {
   nlohmann::json j;
   j["gpu"] = profile_json(p);
   j["workload"] = workload_json(req.workload);
@@ -121,7 +123,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
   } else {
     j["recommended"] = nullptr;
   }
-  j["notes"] = r.notes;
+  j["notes"] = notes;
   return j;
 }
 
@@ -195,11 +197,12 @@ std::string range_cell(const sim::Split& s) {
   return "±" + fixed(100 * (s.step_time_high_s - s.step_time_low_s) / (2 * s.step_time_s), 0) + "%";
 }
 
-void print_notes(const sim::Result& r) {
-  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+void print_notes(const std::vector<std::string>& notes) {
+  for (const auto& n : notes) std::cout << "note: " << n << "\n";
 }
 
-void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r, bool both) {
+void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r,
+                 const std::vector<std::string>& notes, bool both) {
   print_header(req, p, r, both);
   std::cout << "\n";
   std::vector<std::string> header = {"micro", "accum", "step", "range", std::to_string(req.steps) + " steps",
@@ -219,7 +222,7 @@ void print_table(const sim::Request& req, const hw::Profile& p, const sim::Resul
   t.print(std::cout);
   std::cout << "\n";
   print_recommendation(req, r, both);
-  print_notes(r);
+  print_notes(notes);
 }
 
 struct Prepared {
@@ -271,37 +274,41 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
 
 /// simulate and recommend for data of many lengths (cli/lengths_output.h).
 int print_lengths(const Prepared& p, bool with_splits) {
-  const sim::LengthsOptions options = lengths_options(p.lengths);
-  sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
-                                          : sim::simulate_lengths(p.request, options);
+  sim::Plan plan;
+  plan.both_grad_ckpt = p.both_grad_ckpt;
+  plan.lengths = lengths_options(p.lengths);
+  plan.advice = true;
+  const sim::LengthsResult r = sim::run(p.request, plan);
+  std::vector<std::string> notes = sim::note_texts(p.request, r.result);
   if (!with_splits) {  // recommend: nothing fits, would a 4-bit base? (cli/quant_hint.h)
-    const std::string quant = quant_fit_note(p.request, options, r);
-    if (!quant.empty()) r.result.notes.push_back(quant);
+    const std::string quant = quant_fit_note(p.request, *plan.lengths, r);
+    if (!quant.empty()) notes.push_back(quant);
   }
-  const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r, p.both_grad_ckpt);
-  r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
+  const std::vector<std::string> advice = sim::advice_texts(r);
+  notes.insert(notes.end(), advice.begin(), advice.end());
   if (!p.plot_path.empty()) write_svg({lengths_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
-      nlohmann::json j =
-          result_json(p.request, p.profile, r.result, p.both_grad_ckpt, p.trainer, true, p.lengths.group_by_length);
-      add_lengths_json(j, p.request, r, p.lengths, advice);
+      nlohmann::json j = result_json(p.request, p.profile, r.result, notes, p.both_grad_ckpt, p.trainer, true,
+                                     p.lengths.group_by_length);
+      add_lengths_json(j, p.request, r, p.lengths);
       std::cout << j.dump(2) << "\n";
       break;
     }
     case Format::csv: print_lengths_csv(std::cout, r); break;
     case Format::table:
-      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, p.both_grad_ckpt}, advice);
+      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, p.both_grad_ckpt}, notes);
       break;
   }
   return kOk;
 }
 
-/// `recommending`: when nothing fits, say whether a 4-bit base would (cli/quant_hint.h).
-sim::Result run_fixed(const Prepared& p, bool recommending = false) {
+/// `recommending`: when nothing fits, say whether a 4-bit base would (cli/quant_hint.h) in `notes`.
+sim::Result run_fixed(const Prepared& p, std::vector<std::string>& notes, bool recommending = false) {
   sim::Result r = p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request);
+  notes = sim::note_texts(p.request, r);
   const std::string quant = recommending ? quant_fit_note(p.request, r) : "";
-  if (!quant.empty()) r.notes.push_back(quant);
+  if (!quant.empty()) notes.push_back(quant);
   return r;
 }
 
@@ -327,12 +334,15 @@ int cmd_simulate(const Args& args) {
                true, "false", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, true);
-  const sim::Result r = run_fixed(p);
+  std::vector<std::string> notes;
+  const sim::Result r = run_fixed(p, notes);
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
+    case Format::json:
+      std::cout << result_json(p.request, p.profile, r, notes, p.both_grad_ckpt, p.trainer).dump(2) << "\n";
+      break;
     case Format::csv: print_csv(r); break;
-    case Format::table: print_table(p.request, p.profile, r, p.both_grad_ckpt); break;
+    case Format::table: print_table(p.request, p.profile, r, notes, p.both_grad_ckpt); break;
   }
   return kOk;
 }
@@ -357,15 +367,18 @@ int cmd_recommend(const Args& args) {
                false, "auto", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, false);
-  const sim::Result r = run_fixed(p, true);
+  std::vector<std::string> notes;
+  const sim::Result r = run_fixed(p, notes, true);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r, p.both_grad_ckpt, p.trainer).dump(2) << "\n"; break;
+    case Format::json:
+      std::cout << result_json(p.request, p.profile, r, notes, p.both_grad_ckpt, p.trainer).dump(2) << "\n";
+      break;
     case Format::csv: print_csv(r); break;
     case Format::table:
       print_header(p.request, p.profile, r, p.both_grad_ckpt);
       std::cout << "\n";
       print_recommendation(p.request, r, p.both_grad_ckpt);
-      print_notes(r);
+      print_notes(notes);
       break;
   }
   return kOk;

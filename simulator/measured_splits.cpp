@@ -6,7 +6,6 @@
 #include <string>
 
 #include "model/error.h"
-#include "simulator/simulate.h"
 
 namespace lorasim::sim {
 namespace {
