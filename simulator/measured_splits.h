@@ -18,6 +18,7 @@ struct MeasuredSplit {
   double step_time_s = 0;                         ///< measured seconds per optimizer step (unless oom)
   std::optional<double> peak_reserved_bytes;      ///< the caching allocator's peak, when recorded
   std::optional<double> peak_allocated_bytes;
+  bool grad_ckpt = false;  ///< measured with gradient checkpointing: it stands for that setting's split only
 };
 
 /// How far one split's measured peak reserved memory moves between runs, relative. A run at a
@@ -29,7 +30,7 @@ struct MeasuredSplit {
 /// A measured split's worst case adds this, not the prediction's error.
 inline constexpr double kMeasuredPeakRepeatability = 0.015;
 
-/// Replaces `s`'s figures with those of the runs in `runs` of its micro-batch (none: `s` is
+/// Replaces `s`'s figures with those of the runs in `runs` of its micro-batch and checkpointing (none: `s` is
 /// unchanged): several runs of one split give their mean step time and their largest peak, and
 /// one out-of-memory run among them makes the split not fit. It fits when its peak plus
 /// kMeasuredPeakRepeatability stays within `allocator_bytes` (the limit less the CUDA context,
