@@ -36,7 +36,7 @@ RunResult run_shell(const std::string& script) {
 
 // --- crashes -------------------------------------------------------------------------------
 
-TEST(HostileInputTest, AConfigNestedDeepIsRefusedEvenUnderAnUnknownKey) {
+TEST(HostileInputCliTest, AConfigNestedDeepIsRefusedEvenUnderAnUnknownKey) {
   TempDir dir;
   // The value nests 100,000 deep under a key lorasim does not read; the message printed it
   // recursively and overflowed the stack (SIGSEGV).
@@ -51,7 +51,7 @@ TEST(HostileInputTest, AConfigNestedDeepIsRefusedEvenUnderAnUnknownKey) {
   ok({"simulate", "--model-config", (dir / "config.json").string()});
 }
 
-TEST(HostileInputTest, AMeasurementRowNestedDeepIsRefused) {
+TEST(HostileInputCliTest, AMeasurementRowNestedDeepIsRefused) {
   TempDir dir;
   write_file(dir / "rows.jsonl", "{\"model\": \"qwen3-1.7b\", \"seq_len\": 512, \"micro_batch\": 1, \"accumulation\": 16, "
                                  "\"step_time_s\": 4.3, \"lora_targets\": " + nested(100000) + "}\n");
@@ -61,7 +61,7 @@ TEST(HostileInputTest, AMeasurementRowNestedDeepIsRefused) {
 
 // --- unbounded reads -----------------------------------------------------------------------
 
-TEST(HostileInputTest, EndlessInputsStopAtTheLimitTheyName) {
+TEST(HostileInputCliTest, EndlessInputsStopAtTheLimitTheyName) {
   TempDir dir;
   // Each grew to gigabytes and ended in std::bad_alloc.
   expect_error({"simulate", "--lengths", "/dev/zero"}, kConfig, {"/dev/zero:1", "a line longer than 1 MiB"});
@@ -78,7 +78,7 @@ TEST(HostileInputTest, EndlessInputsStopAtTheLimitTheyName) {
                {"zero.csv:1", "longer than 1 MiB"});
 }
 
-TEST(HostileInputTest, AFileOfCommentsIsStreamedNotHeld) {
+TEST(HostileInputCliTest, AFileOfCommentsIsStreamedNotHeld) {
   TempDir dir;
   // 64 MiB of comment lines and one row, under a 100 MB address-space limit: read whole (and
   // copied once more) it took twice its size and died in std::bad_alloc.
@@ -105,7 +105,7 @@ const json& split_of(const json& j, int b, bool grad_ckpt) {
   return none;
 }
 
-TEST(HostileInputTest, MeasuredRowsStandForTheirOwnCheckpointingSetting) {
+TEST(HostileInputCliTest, MeasuredRowsStandForTheirOwnCheckpointingSetting) {
   TempDir dir;
   // Every split out of memory without checkpointing, and one checkpointed run.
   std::string rows = "model,seq_len,micro_batch,accumulation,oom,step_time_s,peak_reserved_bytes,grad_ckpt,stack\n";
@@ -126,7 +126,7 @@ TEST(HostileInputTest, MeasuredRowsStandForTheirOwnCheckpointingSetting) {
   EXPECT_EQ(j["recommended"]["grad_ckpt"], true);
 }
 
-TEST(HostileInputTest, MeasuredRowsOfAnotherDeviceAreRefused) {
+TEST(HostileInputCliTest, MeasuredRowsOfAnotherDeviceAreRefused) {
   TempDir dir;
   write_file(dir / "rows.csv", "model,seq_len,micro_batch,accumulation,step_time_s,device,stack,grad_ckpt\n"
                                "qwen3-1.7b,512,4,4,9.5,Tesla T4,hf-peft,false\n");
@@ -136,7 +136,7 @@ TEST(HostileInputTest, MeasuredRowsOfAnotherDeviceAreRefused) {
                kUsage, {"Tesla T4", "NVIDIA H200"});
 }
 
-TEST(HostileInputTest, AModelConfigThroughAPipeKeepsItsQuantizationConfig) {
+TEST(HostileInputCliTest, AModelConfigThroughAPipeKeepsItsQuantizationConfig) {
   TempDir dir;
   const std::string q = replace_once(kQwen3_1_7bConfig, "\"use_cache\": true",
                                      "\"quantization_config\": {\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": "
@@ -153,7 +153,7 @@ TEST(HostileInputTest, AModelConfigThroughAPipeKeepsItsQuantizationConfig) {
   EXPECT_EQ(a["splits"], b["splits"]);
 }
 
-TEST(HostileInputTest, OneFileGivenTwiceToFitIsRefused) {
+TEST(HostileInputCliTest, OneFileGivenTwiceToFitIsRefused) {
   TempDir dir;
   write_file(dir / "runs.csv", "model,seq_len,micro_batch,accumulation,step_time_s,peak_reserved_bytes\n"
                                "qwen3-1.7b,512,1,16,4.36,6612320256\n");
@@ -164,7 +164,7 @@ TEST(HostileInputTest, OneFileGivenTwiceToFitIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "p.toml"));
 }
 
-TEST(HostileInputTest, FlagsThatCannotApplyAreRefused) {
+TEST(HostileInputCliTest, FlagsThatCannotApplyAreRefused) {
   expect_error({"simulate", "--gpu", "t4", "--gpus", "2", "--link", "nvlink"}, kUsage, {"--link nvlink", "no NVLink"});
   expect_error({"simulate", "--gpu", "h200", "--link", "pcie"}, kUsage, {"--link", "--gpus"});
   expect_error({"simulate", "--attn-impl", "flash_attention_2", "--precision", "fp32"}, kUsage,
@@ -178,7 +178,7 @@ TEST(HostileInputTest, FlagsThatCannotApplyAreRefused) {
   ok({"simulate", "--quant", "nf4", "--kbit-prepare", "false"});
 }
 
-TEST(HostileInputTest, NumbersAreDecimalEverywhere) {
+TEST(HostileInputCliTest, NumbersAreDecimalEverywhere) {
   // --lora-alpha 0x10 was 16, --effective-batch 0x10 refused; --memory-limit 0x10GiB was 16 GiB.
   expect_error({"simulate", "--lora-alpha", "0x10"}, kUsage, {"--lora-alpha", "'0x10'"});
   expect_error({"simulate", "--memory-limit", "0x10GiB"}, kUsage, {"--memory-limit", "'0x10GiB'"});
@@ -187,7 +187,7 @@ TEST(HostileInputTest, NumbersAreDecimalEverywhere) {
 
 // --- messages ------------------------------------------------------------------------------
 
-TEST(HostileInputTest, TheOffendingInputIsQuotedShortAndEscaped) {
+TEST(HostileInputCliTest, TheOffendingInputIsQuotedShortAndEscaped) {
   TempDir dir;
   // Half a megabyte of one line was printed whole.
   write_file(dir / "long.txt", std::string(500000, 'x') + "\n");
@@ -207,7 +207,7 @@ TEST(HostileInputTest, TheOffendingInputIsQuotedShortAndEscaped) {
   EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
 }
 
-TEST(HostileInputTest, APaddingMultipleBeyondTheDataIsBlamedOnPadding) {
+TEST(HostileInputCliTest, APaddingMultipleBeyondTheDataIsBlamedOnPadding) {
   TempDir dir;
   write_file(dir / "l.txt", "100\n200\n");
   expect_error({"simulate", "--lengths", (dir / "l.txt").string(), "--padding", "multiple:99999999999"}, kUsage,
@@ -215,12 +215,12 @@ TEST(HostileInputTest, APaddingMultipleBeyondTheDataIsBlamedOnPadding) {
   ok({"simulate", "--lengths", (dir / "l.txt").string(), "--padding", "multiple:64"});
 }
 
-TEST(HostileInputTest, AMemoryLimitBelowAMebibyteSaysWhatWasGiven) {
+TEST(HostileInputCliTest, AMemoryLimitBelowAMebibyteSaysWhatWasGiven) {
   // It read "the memory limit of 0 MiB".
   expect_error({"simulate", "--memory-limit", "1KiB"}, kUsage, {"--memory-limit 1KiB", "1024 bytes", "below 1 MiB"});
 }
 
-TEST(HostileInputTest, NanAndASubnormalGetOneMessage) {
+TEST(HostileInputCliTest, NanAndASubnormalGetOneMessage) {
   std::vector<std::string> messages;
   for (const std::string v : {"nan", "NaN", "4.9e-324", "inf"}) {
     const RunResult r = run_lorasim({"simulate", "--lora-alpha", v});
@@ -232,7 +232,7 @@ TEST(HostileInputTest, NanAndASubnormalGetOneMessage) {
   for (const std::string& m : messages) EXPECT_EQ(m, "error: --lora-alpha must be a number between 1e-09 and 1e+09, got V\n");
 }
 
-TEST(HostileInputTest, MisspelledOptionsGetADidYouMean) {
+TEST(HostileInputCliTest, MisspelledOptionsGetADidYouMean) {
   expect_error({"simulate", "--efective-batch", "8"}, kUsage, {"'--efective-batch'", "did you mean '--effective-batch'?"});
   expect_error({"recommend", "--lora_rank", "8"}, kUsage, {"did you mean '--lora-rank'?"});
   expect_error({"fit", "--measurement", "x.csv"}, kUsage, {"did you mean '--measurements'?"});
