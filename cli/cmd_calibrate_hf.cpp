@@ -119,7 +119,7 @@ int cmd_calibrate_hf(const Args& args) {
     check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}}, {{"--profile", ha.profile, ""}});
   hw::Profile profile = select_profile(ha);
   const bool is_cuda = device.rfind("cuda", 0) == 0;
-  if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got '" + device + "'");
+  if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got " + quoted_excerpt(device));
 
   calib::HfPlanOptions opt;
   opt.is_cuda = is_cuda;

@@ -268,7 +268,7 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
       checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
   out.request.safety_margin = a.safety_margin;
   apply_data_parallel(a.data_parallel, out.request);
-  out.request.measured = measured_splits(a.measured, out.request, std::cerr);
+  out.request.measured = measured_splits(a.measured, out.request, out.profile, out.both_grad_ckpt, std::cerr);
   return true;
 }
 

@@ -20,7 +20,7 @@ Link parse_link(const std::string& text) {
   if (text == "nvlink") return Link::nvlink;
   if (text == "pcie") return Link::pcie;
   if (text == "gloo-cpu") return Link::gloo_cpu;
-  throw InputError("unknown link '" + text + "': expected nvlink or pcie", "link");
+  throw InputError("unknown link " + quoted_excerpt(text) + ": expected nvlink or pcie", "link");
 }
 
 bool operator==(const Interconnect& a, const Interconnect& b) {

@@ -19,7 +19,7 @@ namespace lorasim::sim {
 /// A measured split's worst case adds this, not the prediction's error.
 inline constexpr double kMeasuredPeakRepeatability = 0.015;
 
-/// Replaces `s`'s figures with those of the runs in `runs` of its micro-batch (none: `s` is
+/// Replaces `s`'s figures with those of the runs in `runs` of its micro-batch and checkpointing (none: `s` is
 /// unchanged): several runs of one split give their mean step time and their largest peak, and
 /// one out-of-memory run among them makes the split not fit. It fits when its peak plus
 /// kMeasuredPeakRepeatability stays within `allocator_bytes` (the limit less the CUDA context,

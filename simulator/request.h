@@ -23,6 +23,7 @@ struct MeasuredSplit {
   double step_time_s = 0;                         ///< measured seconds per optimizer step (unless oom)
   std::optional<double> peak_reserved_bytes;      ///< the caching allocator's peak, when recorded
   std::optional<double> peak_allocated_bytes;
+  bool grad_ckpt = false;  ///< measured with gradient checkpointing: it stands for that setting's split only
 };
 
 struct Request {
