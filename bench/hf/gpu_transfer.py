@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Leave one GPU out: each calibrated GPU's held-out rows predicted from the other's calibration.
+
+lorasim is calibrated on two GPUs, the H200 (hwprofiles/h200.toml) and the H100
+(hwprofiles/h100-sxm.toml, bench/results/h100/calibrate-run1). For each, its held-out Transformers /
+TRL + PEFT rows are scored against:
+  own         its own calibration (the embedded profile)
+  datasheet   the datasheet prior rule alone (bench/hf/profiles/<gpu>-prior.toml)
+  transfer    the OTHER GPU's calibration moved by scripts/derive_prior.py (rates by the datasheets'
+              peak ratio, bandwidths by their HBM ratio, everything else -- host terms included -- kept)
+  transfer+host  the same with the stack's host terms of the scored machine (what a perfect
+              measurement of that CPU would give: the bound on what any host probe could gain)
+and the dispatch benchmark (bench/hf/host_dispatch.py) is compared with the fitted host terms where
+both were measured on one lease. Writes bench/results/gpu-transfer.md.
+
+    python3 bench/hf/gpu_transfer.py [--lorasim build/cli/lorasim]
+"""
+import argparse, datetime, json, os, re, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+H100_ROWS = ["bench/results/h100/calibrate-run1/heldout-rows.jsonl"]
+H200_ROWS = [f"bench/results/h200/hf-peft-run{r}/heldout-rows.jsonl" for r in (7, 6, 8)]
+
+
+def validate(lorasim, rows, profile):
+    out = subprocess.run([lorasim, "validate", "--measurements", rows, "--profile", profile, "--allow-device-mismatch",
+                          "--format", "json"], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"error: lorasim validate {rows} --profile {profile}: {out.stderr.strip()}")
+    errs = []
+    for g in json.loads(out.stdout)["groups"]:
+        for s in g["splits"]:
+            if not s["measured_oom"]:
+                errs.append((s["step_time_error"], s["reserved_error"], bool(s["within_range"])))
+    return errs
+
+
+def derive(src, dst, out):
+    text = subprocess.run([sys.executable, "scripts/derive_prior.py", src, dst, "--time-error", "0.5",
+                           "--memory-error", "0.1", "--memory-error-bytes", str(2 ** 31)],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    with open(out, "w") as f:
+        f.write(text)
+    return out
+
+
+def with_host_of(profile, host_source, out):
+    """`profile` with the [stack.hf-peft] host terms of `host_source` (another profile of the scored machine)."""
+    text, src = open(profile).read(), open(os.path.join(ROOT, host_source)).read()
+    src_stack = src.split("[stack.hf-peft]", 1)[1]
+    head, stack = text.split("[stack.hf-peft]", 1)
+    for key in ("host_fixed_s", "host_per_op_s", "recompute_host_share"):
+        value = re.search(rf"^{key} = (.*)$", src_stack, re.M).group(1)
+        stack = re.sub(rf"^{key} = .*$", f"{key} = {value}", stack, count=1, flags=re.M)
+    with open(out, "w") as f:
+        f.write(head + "[stack.hf-peft]" + stack)
+    return out
+
+
+def summary(errs):
+    t = [abs(e[0]) for e in errs]
+    m = [abs(e[1]) for e in errs]
+    return (f"{len(errs)} | {100 * statistics.fmean(t):.1f}% | {100 * max(t):.1f}% | {100 * statistics.fmean(m):.1f}% | "
+            f"{sum(e[2] for e in errs)} of {len(errs)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lorasim", default=os.path.join(ROOT, "build/cli/lorasim"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench/results/gpu-transfer.md"))
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp()
+    h100, h200 = "hwprofiles/h100-sxm.toml", "hwprofiles/h200.toml"
+    to_h100 = derive(h200, h100, os.path.join(tmp, "h200-to-h100.toml"))
+    to_h200 = derive(h100, h200, os.path.join(tmp, "h100-to-h200.toml"))
+    cases = {
+        "H100 (61 held-out splits, calibrate-run1's lease)": (H100_ROWS, [
+            ("own: hwprofiles/h100-sxm.toml", h100),
+            ("datasheet: bench/hf/profiles/h100-prior.toml", "bench/hf/profiles/h100-prior.toml"),
+            ("transfer from the H200", to_h100),
+            ("transfer from the H200, host terms of the scored machine", with_host_of(to_h100, h100, os.path.join(tmp, "a.toml"))),
+        ]),
+        "H200 (hf-peft-run7, -run6 and -run8's held-out grids, three leases)": (H200_ROWS, [
+            ("own: hwprofiles/h200.toml", h200),
+            ("datasheet: bench/hf/profiles/h200-prior.toml", "bench/hf/profiles/h200-prior.toml"),
+            ("transfer from the H100", to_h200),
+            ("transfer from the H100, host terms of the scored machine", with_host_of(to_h200, h200, os.path.join(tmp, "b.toml"))),
+        ]),
+    }
+    lines = ["# Leave one GPU out: the H100 and the H200 predicted from each other", "",
+             f"Made by `python3 bench/hf/gpu_transfer.py` on {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+             "UTC from committed rows (lorasim on the CPU). Every row is held out of every profile scored on it. "
+             "`transfer`: the other GPU's calibration moved by `scripts/derive_prior.py` (rates by the peak tensor "
+             "rate, bandwidths by the HBM bandwidth, host and memory terms kept). `in range`: measured step times "
+             "inside the predicted range (the prior's stated ±50% where the profile is a prior).", ""]
+    for title, (rows, profiles) in cases.items():
+        lines += [f"## {title}", "", "| profile | rows | step time mean | max | peak reserved mean | in range |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for label, prof in profiles:
+            errs = [e for r in rows for e in validate(a.lorasim, r, prof)]
+            lines.append(f"| {label} | {summary(errs)} |")
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    with open(a.out, "w") as f:
+        f.write(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
