@@ -27,6 +27,7 @@ import time
 import warnings
 
 from lorasim_hf._deps import require
+from lorasim_hf.model_source import config_bytes, write_config  # noqa: F401 (tune_workload's, saved_tensors')
 from lorasim_hf.recommend import LorasimError, check_preset, is_config_path, whole_number
 from lorasim_hf.rows import RowWriter, check_row, store_config
 from lorasim_hf.seen import SeenBatches, device_columns
@@ -176,27 +177,6 @@ def quant_columns(model, args=None):
     if trainable is not None:
         row["adapter_dtype"] = _dtype_name(trainable.dtype) or "fp32"
     return row
-
-
-def config_bytes(config):
-    """The model's config.json as lorasim reads it (with a top-level rope_theta), in a stable form:
-    equal configs give equal bytes, so they share one stored file."""
-    d = config.to_dict()
-    rope = d.get("rope_parameters") or {}
-    if "rope_theta" not in d and isinstance(rope, dict) and "rope_theta" in rope:
-        d["rope_theta"] = rope["rope_theta"]
-    for k in ("_name_or_path", "name_or_path", "transformers_version"):  # where it came from, not what it is
-        d.pop(k, None)
-    return (json.dumps(d, indent=2, sort_keys=True, default=str) + "\n").encode()
-
-
-def write_config(config, directory):
-    """Writes the model's config.json (config_bytes) into `directory` and returns its absolute path."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.abspath(os.path.join(directory, getattr(config, "model_type", None) or "model") + ".json")
-    with open(path, "wb") as f:
-        f.write(config_bytes(config))
-    return path
 
 
 class LorasimCallback(_transformers.TrainerCallback):
