@@ -67,8 +67,8 @@ std::string quant_text(const model::Workload& w) {
 }
 }  // namespace
 
-std::string workload_line(const model::Workload& w, bool grad_ckpt_both) {
-  return "seq " + std::to_string(w.train.seq_len) + ", " + model::precision_name(w.train.precision) +
+std::string workload_line(const model::Workload& w, bool grad_ckpt_both, bool with_seq) {
+  return (with_seq ? "seq " + std::to_string(w.train.seq_len) + ", " : std::string()) + model::precision_name(w.train.precision) +
          ", LoRA r=" + std::to_string(w.lora.rank) + " alpha=" + fixed(w.lora.alpha, w.lora.alpha == static_cast<int64_t>(w.lora.alpha) ? 0 : 2) +
          " on " + w.lora.targets_string() + ", " + (grad_ckpt_both ? "grad ckpt auto (each split off and on)" : w.train.grad_ckpt ? "grad ckpt" : "no grad ckpt") +
          ", " + optimizer_text(w) + quant_text(w);

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cli/lengths_args.h"
+#include "cli/recommend_lines.h"
 #include "hwprofiles/profile.h"
 #include "simulator/lengths_sim.h"
 #include "simulator/padding_advice.h"
@@ -19,8 +20,8 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
                       const sim::PaddingAdvice& advice);
 void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r);
 struct LengthsTableOptions {
-  bool with_splits = true;      ///< simulate's table of splits; recommend prints the recommendation alone
-  bool both_grad_ckpt = false;  ///< each split twice, checkpointing off and on (a "ckpt" column)
+  bool with_splits = true;           ///< simulate's table of splits; recommend prints the recommendation alone
+  RecommendationContext recommend;   ///< both_grad_ckpt: each split twice, checkpointing off and on (a "ckpt" column)
 };
 /// The header, then (when `with_splits`) the table of splits, the recommendation and the notes.
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,

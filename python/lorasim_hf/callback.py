@@ -179,6 +179,21 @@ def quant_columns(model, args=None):
     return row
 
 
+def quant_flags(model, args=None):
+    """(row columns, lorasim flags) of a quantized base as the model shows it: whether
+    prepare_model_for_kbit_training ran (its fp32 embeddings), the adapters' dtype and optim; ({}, [])
+    for a float base, whose config carries nothing to reconcile."""
+    row = quant_columns(model, args)
+    if row.get("quant", "none") == "none":
+        return {}, []
+    compute = row["adapter_dtype"] == row["precision"] != "fp32" if "adapter_dtype" in row else False
+    flags = ["--kbit-prepare", "true" if row["kbit_prepare"] else "false",
+             "--adapter-dtype", "compute" if compute else "fp32"]
+    if "optim" in row:
+        flags += ["--optim", row["optim"]]
+    return row, flags
+
+
 class LorasimCallback(_transformers.TrainerCallback):
     """Appends one lorasim measurement row (.csv or .jsonl `path`) per training run.
 
