@@ -280,10 +280,10 @@ Result simulate(const Request& r) {
                         "device-bound times do (docs/cost-model.md lists the limits)");
   if (std::any_of(out.splits.begin(), out.splits.end(), [](const Split& s) { return s.host_bound; }))
     note(stack.host_bound_note(percent(c.host_spread)));
+  // What would help is the caller's to say (cli/no_fit_advice.h decides it once, knowing whether
+  // checkpointing was weighed and whether a 4-bit base fits): advice here would contradict it.
   if (!out.recommended)
-    out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) +
-                        " usable: gradient checkpointing, a shorter sequence length, a smaller LoRA rank "
-                        "or a GPU with more memory lower what a split needs");
+    out.notes.push_back("no split fits in " + mib(out.usable_memory_bytes) + " usable, not even micro-batch 1");
   if (!out.recommended && r.gpus > 1 && !r.fsdp && !r.workload.train.quantized()) {
     Request sharded = r;
     sharded.fsdp = true;

@@ -134,7 +134,7 @@ TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   std::string first;
   std::getline(in, first);
-  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,,none,true,false,adamw_torch,fp32";
+  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,,none,true,false,adamw_torch_fused,fp32";
   ASSERT_GE(first.size(), cells.size());
   EXPECT_EQ(first.substr(first.size() - cells.size()), cells);
   const auto back = load_measurements(dir / "runs.csv");

@@ -42,7 +42,7 @@ TEST(RecommendLinesTest, SftCheckpointingOnAT4IsExplainedOnBothSides) {
   EXPECT_NE(table.find("SFTConfig turns gradient checkpointing on unless told"), std::string::npos) << table;
   const std::string sim = ok(cmd("simulate", kT4Sft));
   EXPECT_NE(sim.find("gradient checkpointing is on as SFTConfig sets it (--trainer sft); without it "
-                     "(gradient_checkpointing=False) 1x16 fits"),
+                     "(gradient_checkpointing=False) 1x16 takes "),
             std::string::npos) << sim;
 }
 

@@ -80,7 +80,10 @@ TEST(SimulateTest, NothingFitsGivesNoRecommendationAndAHint) {
   const sim::Result res = sim::simulate(r);
   EXPECT_FALSE(res.recommended.has_value());
   ASSERT_FALSE(res.notes.empty());
-  EXPECT_NE(res.notes.back().find("gradient checkpointing"), std::string::npos);  // the CLI names the flags
+  const std::string usable = std::to_string(static_cast<int64_t>(res.usable_memory_bytes / (1 << 20))) + " MiB";
+  EXPECT_EQ(res.notes.back(), "no split fits in " + usable + " usable, not even micro-batch 1");
+  // The advice is the CLI's (cli/no_fit_advice.h): one place, which knows checkpointing was on or weighed.
+  for (const std::string& n : res.notes) EXPECT_EQ(n.find("checkpointing"), std::string::npos) << n;
 }
 
 TEST(SimulateTest, RunTimeAndThroughputFollowStepTime) {
