@@ -210,9 +210,11 @@ def no_fit_message(result, effective_batch, seq_len, grad_ckpt):
     limit = result.get("usable_memory_bytes")
     where = f" in {limit / 2**30:.1f} GiB usable" if isinstance(limit, (int, float)) else ""
     tried = " with or without gradient checkpointing" if grad_ckpt in (None, "auto") else ""
-    keys = [k for k in result.get("no_fit_advice") or [] if k in _REMEDIES]
-    advice = [_REMEDIES[k] for k in keys] or ["a shorter seq_len", "a GPU with more memory"]
     four_bit = [n for n in result.get("notes", []) if isinstance(n, str) and n.startswith("a 4-bit base would fit")]
+    keys = [k for k in result.get("no_fit_advice") or [] if k in _REMEDIES]
+    if not keys:  # a lorasim older than no_fit_advice: what it said then
+        keys = ["grad_ckpt"] * (grad_ckpt is False) + ["seq_len"] + ["quant"] * bool(four_bit) + ["memory"]
+    advice = [_REMEDIES[k] for k in keys]
     if four_bit and "quant" in keys:
         advice[keys.index("quant")] += f" ({four_bit[0]})"
     said = ", ".join(advice[:-1]) + " or " + advice[-1] if len(advice) > 1 else advice[0]

@@ -97,6 +97,22 @@ def test_a_quantized_models_recipe_is_read_from_the_model(fake):
     assert args[args.index("--kbit-prepare") + 1] == "true"
 
 
+def test_the_tuners_flags_say_the_models_qlora_recipe():
+    # tune (tune_workload) passes these: a prepared base and one as loaded predict differently.
+    import torch
+    from transformers import AutoModelForCausalLM
+    from lorasim_hf.callback import quant_flags
+    model = AutoModelForCausalLM.from_config(_tiny_qwen3())
+    assert quant_flags(model) == ({}, [])  # a float base: nothing to say
+    model.is_loaded_in_4bit = True
+    model.config.quantization_config = {"load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+                                        "bnb_4bit_compute_dtype": "bfloat16"}
+    row, flags = quant_flags(model)
+    assert row["kbit_prepare"] is True and flags[:2] == ["--kbit-prepare", "true"]
+    model.to(torch.bfloat16)
+    assert quant_flags(model)[1][:2] == ["--kbit-prepare", "false"]
+
+
 def test_a_save_pretrained_folder_and_a_peft_adapter_folder(fake, tmp_path):
     folder = tmp_path / "saved"
     _tiny_qwen3().save_pretrained(folder)
