@@ -17,6 +17,7 @@
 #include "model/architecture.h"
 #include "model/cost_model.h"
 #include "simulator/simulate.h"
+#include "simulator/splits.h"
 
 namespace {
 

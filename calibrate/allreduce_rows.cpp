@@ -5,9 +5,12 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "model/atomic_file.h"
+#include "model/bounded_read.h"
+#include "model/decimal.h"
 #include "model/error.h"
 
 namespace lorasim::calib {
@@ -28,15 +31,9 @@ std::vector<std::string> split_commas(const std::string& line) {
 }
 
 double number(const std::string& cell, const std::string& column, const std::string& where) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(cell, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != cell.size() || !std::isfinite(v)) fail(where, column + " '" + cell + "' is not a number");
-  return v;
+  const std::optional<double> v = model::parse_decimal(cell);  // decimal only, as every number lorasim reads
+  if (!v || !std::isfinite(*v)) fail(where, column + " " + quoted_excerpt(cell) + " is not a number");
+  return *v;
 }
 
 }  // namespace
@@ -53,17 +50,15 @@ void write_allreduce_csv(const std::vector<AllreduceRow>& rows, const std::strin
   model::write_file_atomically(path, os.str(), "all-reduce rows");
 }
 
-std::vector<AllreduceRow> parse_allreduce_csv(const std::string& text, const std::string& source) {
-  std::istringstream in(text);
+std::vector<AllreduceRow> parse_allreduce_csv(std::istream& in, const std::string& source) {
+  model::LineReader lines(in, source);
   std::string line;
-  if (!std::getline(in, line)) fail(source, "the file is empty");
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  if (line != kAllreduceCsvHeader) fail(source + ":1", "the header is '" + line + "'");
+  if (!lines.next(line)) fail(source, "the file is empty");
+  if (line != kAllreduceCsvHeader) fail(source + ":1", "the header is " + quoted_excerpt(line));
   std::vector<AllreduceRow> rows;
-  for (int n = 2; std::getline(in, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  while (lines.next(line)) {
     if (line.empty()) continue;
-    const std::string where = source + ":" + std::to_string(n);
+    const std::string where = source + ":" + std::to_string(lines.line_number());
     const std::vector<std::string> c = split_commas(line);
     if (c.size() != 5) fail(where, "expected 5 columns, got " + std::to_string(c.size()));
     AllreduceRow r;
@@ -87,9 +82,12 @@ std::vector<AllreduceRow> parse_allreduce_csv(const std::string& text, const std
 std::vector<AllreduceRow> read_allreduce_csv(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot read all-reduce rows '" + path + "': " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_allreduce_csv(text.str(), path);
+  return parse_allreduce_csv(in, path);
+}
+
+std::vector<AllreduceRow> parse_allreduce_csv(const std::string& text, const std::string& source) {
+  std::istringstream in(text);
+  return parse_allreduce_csv(in, source);
 }
 
 }  // namespace lorasim::calib

@@ -4,6 +4,7 @@
 // (docs/data-parallel.md). Torch-free.
 #pragma once
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,7 @@ void write_allreduce_csv(const std::vector<AllreduceRow>& rows, const std::strin
 std::vector<AllreduceRow> read_allreduce_csv(const std::string& path);
 /// The same from text; `source` names it in errors.
 std::vector<AllreduceRow> parse_allreduce_csv(const std::string& text, const std::string& source);
+/// The same, streamed line by line (model/bounded_read.h: each line at most model::kMaxLineBytes).
+std::vector<AllreduceRow> parse_allreduce_csv(std::istream& in, const std::string& source);
 
 }  // namespace lorasim::calib

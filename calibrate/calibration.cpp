@@ -35,7 +35,7 @@ std::string probe_name(const std::string& requested, const char* cuda_default, c
     if (a.name == name) return name;
     names.push_back(a.name);
   }
-  std::string msg = "unknown model '" + name + "' for the " + probe + " probe";
+  std::string msg = "unknown model " + quoted_excerpt(name) + " for the " + probe + " probe";
   if (const std::string near = nearest_name(name, names); !near.empty()) msg += ", did you mean '" + near + "'?";
   throw InputError(msg + " (a preset from `lorasim models`, or none)");
 }

@@ -119,7 +119,7 @@ DeviceInfo resolve_device(const std::string& spec) {
     for (char c : digits) all_digits = all_digits && std::isdigit(static_cast<unsigned char>(c));
     if (all_digits) return describe_cuda(spec, std::stoll(digits));
   }
-  throw InputError("device '" + spec + "': expected auto, cpu, cuda or cuda:N (N a GPU index)", "device");
+  throw InputError("device " + quoted_excerpt(spec) + ": expected auto, cpu, cuda or cuda:N (N a GPU index)", "device");
 }
 
 }  // namespace lorasim::calib

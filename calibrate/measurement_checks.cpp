@@ -68,6 +68,12 @@ std::string identity(const Measurement& m) {
 
 }  // namespace
 
+bool not_measured_cell(const std::string& cell) {
+  std::string lower = cell;
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return lower.empty() || lower == "nan" || lower == "null";
+}
+
 std::string implausible_figures(const Measurement& m) {
   for (const Figure& f : figures()) {
     const double v = m.*f.value;
@@ -76,6 +82,10 @@ std::string implausible_figures(const Measurement& m) {
     if (v == 0)
       return col + (f.is_time ? "a measured time of 0 s" : "a measured peak of 0 bytes") +
              " is no measurement: leave the cell empty when it was not measured";
+    if (f.is_time && v < kMinMeasuredTimeS)
+      return col + number(v) + " s is below 1 µs: no part of a training step is that short (is the unit seconds?)";
+    if (!f.is_time && v < kMinMeasuredPeakBytes)
+      return col + number(v) + " bytes is below 64 KiB, less than any training run holds (is the unit bytes?)";
     if (f.is_time && v > kMaxMeasuredTimeS)
       return col + number(v) + " s is more than a day: not the time of a training step (is the unit seconds?)";
     if (!f.is_time && v > kMaxMeasuredPeakBytes)

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -17,6 +18,8 @@
 #include "calibrate/measurement_run.h"
 #include "model/architecture.h"
 #include "model/atomic_file.h"
+#include "model/bounded_read.h"
+#include "model/decimal.h"
 #include "model/error.h"
 #include "model/hf_config.h"
 #include "model/training_stack.h"
@@ -48,30 +51,23 @@ struct RowError : std::runtime_error {
 };
 
 double to_number(const std::string& key, const std::string& v) {
-  size_t used = 0;
-  double d = 0;
-  try {
-    d = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != v.size() || !std::isfinite(d))
-    throw RowError("column " + key + ": expected a number, got '" + v + "'");
-  return d;
+  const std::optional<double> d = model::parse_decimal(v);  // decimal only: no hex, inf or nan
+  if (!d || !std::isfinite(*d)) throw RowError("column " + key + ": expected a number, got " + quoted_excerpt(v));
+  return *d;
 }
 
 int64_t to_int(const std::string& key, const std::string& v, int64_t min) {
   const double d = to_number(key, v);
   // Range first: converting a double beyond int64 is undefined behaviour.
   if (!(d >= static_cast<double>(min) && d < 9.2e18) || d != static_cast<double>(static_cast<int64_t>(d)))
-    throw RowError("column " + key + ": expected a whole number >= " + std::to_string(min) + ", got '" + v + "'");
+    throw RowError("column " + key + ": expected a whole number >= " + std::to_string(min) + ", got " + quoted_excerpt(v));
   return static_cast<int64_t>(d);
 }
 
 bool to_bool(const std::string& key, const std::string& v) {
   if (v == "true" || v == "1" || v == "True" || v == "yes") return true;
   if (v == "false" || v == "0" || v == "False" || v == "no" || v.empty()) return false;
-  throw RowError("column " + key + ": expected true or false, got '" + v + "'");
+  throw RowError("column " + key + ": expected true or false, got " + quoted_excerpt(v));
 }
 
 // Architecture cache: a config.json is read once per file, not once per row. A relative config
@@ -94,7 +90,7 @@ model::Architecture architecture(const std::string& name, const std::string& has
   }
   const std::string path = resolve_config_path(name, rows_dir, !hash.empty());
   if (path.empty())
-    throw RowError("column model: config file '" + name + "' not found" +
+    throw RowError("column model: config file " + quoted_excerpt(name, 256) + " not found" +
                    (std::filesystem::path(name).is_absolute() || rows_dir.empty()
                         ? std::string()
                         : " beside the rows (in " + rows_dir + ")" +
@@ -144,14 +140,14 @@ Measurement from_fields(const std::map<std::string, std::string>& f, const std::
   };
   for (const auto& [k, v] : f)
     if (std::find(kColumns.begin(), kColumns.end(), k) == kColumns.end())
-      throw RowError("unknown column '" + k + "' (see docs/measurements.md)");
+      throw RowError("unknown column " + quoted_excerpt(k) + " (see docs/measurements.md)");
   for (const char* k : {"model", "seq_len", "micro_batch"})
     if (get(k).empty()) throw RowError(std::string("missing required column ") + k);
   Measurement m;
   m.workload.stack = stack_of(get);
   if (!get("loop").empty()) {
     if (std::find(kLoops.begin(), kLoops.end(), get("loop")) == kLoops.end())
-      throw RowError("column loop: expected trainer, plain or probe, got '" + get("loop") + "'");
+      throw RowError("column loop: expected trainer, plain or probe, got " + quoted_excerpt(get("loop")));
     m.loop = get("loop");
   }
   try {
@@ -184,9 +180,9 @@ Measurement from_fields(const std::map<std::string, std::string>& f, const std::
   // A negative time or size is a broken recorder, not data: it would print as "-5 B" and turn
   // relative errors into nonsense.
   auto opt = [&](const char* k, double& out) {
-    if (get(k).empty() || get(k) == "nan" || get(k) == "null") return;
+    if (not_measured_cell(get(k))) return;
     out = to_number(k, get(k));
-    if (out < 0) throw RowError(std::string("column ") + k + ": expected a number >= 0, got '" + get(k) + "'");
+    if (out < 0) throw RowError(std::string("column ") + k + ": expected a number >= 0, got " + quoted_excerpt(get(k)));
   };
   opt("step_time_s", m.step_time_s);
   opt("micro_batch_time_s", m.micro_batch_time_s);
@@ -208,7 +204,7 @@ Measurement from_fields(const std::map<std::string, std::string>& f, const std::
 void check_header(const std::vector<std::string>& header) {
   for (size_t i = 0; i < header.size(); ++i) {
     if (std::find(kColumns.begin(), kColumns.end(), header[i]) == kColumns.end())
-      throw RowError("unknown column '" + header[i] + "' (see docs/measurements.md)");
+      throw RowError("unknown column " + quoted_excerpt(header[i]) + " (see docs/measurements.md)");
     for (size_t j = 0; j < i; ++j)
       if (header[j] == header[i])
         throw RowError("column " + header[i] + " appears twice in the header (columns " + std::to_string(j + 1) +
@@ -240,26 +236,29 @@ nlohmann::json parse_json_object(const std::string& line) {
     }
     return true;
   };
+  // Before the parser: the messages below dump values recursively.
+  if (const std::string deep = model::json_too_deep(line); !deep.empty()) throw RowError(deep);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line, on_event);
   } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
-    throw RowError(std::string("malformed JSON: ") + e.what());
+    throw RowError("malformed JSON: " + excerpt(e.what()));
   }
   if (!j.is_object()) throw RowError("each line must be a JSON object");
   for (const std::string& k : keys)
     if (const auto& v = values[k]; v.size() > 1)
-      throw RowError("key \"" + k + "\" appears twice (" + v[0] + ", then " + v[1] + "): keep one");
+      throw RowError("key " + excerpt(nlohmann::json(k).dump(), 64) + " appears twice (" + excerpt(v[0], 64) +
+                     ", then " + excerpt(v[1], 64) + "): keep one");
   return j;
 }
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
-  bool quoted = false;
+  bool in_quotes = false;
   for (char c : line) {
-    if (c == '"') quoted = !quoted;
-    else if (c == ',' && !quoted) {
+    if (c == '"') in_quotes = !in_quotes;
+    else if (c == ',' && !in_quotes) {
       out.push_back(cur);
       cur.clear();
     } else if (c != '\r') cur += c;
@@ -282,26 +281,28 @@ std::string json_cell(const nlohmann::json& v) {
     ss << v.get<double>();
     return ss.str();
   }
-  throw RowError("a value must be a string, number, boolean or null, got " + v.dump());
+  throw RowError("a value must be a string, number, boolean or null, got " + excerpt(v.dump(), 64));
 }
 
 }  // namespace
 
-std::vector<Measurement> parse_measurements(const std::string& text, const std::string& format,
-                                            const std::string& source, const std::string& rows_dir) {
+std::vector<Measurement> parse_measurements(std::istream& in, const std::string& format, const std::string& source,
+                                            const std::string& rows_dir, size_t max_rows) {
   std::vector<Measurement> rows;
   std::map<std::string, model::Architecture> cache;
-  // Spreadsheets save CSV with a byte-order mark, which would otherwise start the first column's name.
-  const bool bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0;
-  std::istringstream in(bom ? text.substr(3) : text);
+  model::LineReader lines(in, source);  // streamed: comments and blank lines cost nothing
   std::string line;
-  int64_t lineno = 0;
   std::vector<std::string> header;
   RowsBySplit splits;
-  while (std::getline(in, line)) {
-    ++lineno;
+  while (lines.next(line)) {
+    const int64_t lineno = lines.line_number();
+    // Spreadsheets save CSV with a byte-order mark, which would otherwise start the first column's name.
+    if (lineno == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
     try {
+      if (rows.size() >= max_rows)
+        throw RowError("more than " + std::to_string(max_rows) + " rows, the most lorasim reads of one file: split "
+                       "the file, or keep the runs of the workloads at hand");
       std::map<std::string, std::string> fields;
       if (format == "csv") {
         const auto cells = split_csv(line);
@@ -325,6 +326,7 @@ std::vector<Measurement> parse_measurements(const std::string& text, const std::
       throw ConfigError(source + ":" + std::to_string(lineno) + ": " + e.what());
     }
   }
+  if (in.bad()) throw ConfigError(source + ": cannot be read to its end");
   if (rows.empty()) throw ConfigError(source + ": no measurement rows (see docs/measurements.md for the format)");
   return rows;
 }
@@ -333,15 +335,13 @@ std::vector<Measurement> load_measurements(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw ConfigError("measurements '" + path + "' is a directory: give a .csv or .jsonl file");
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read measurements '" + path + "': " + std::strerror(errno), "measurements");
-  std::stringstream ss;
-  ss << in.rdbuf();
   const bool csv = has_suffix(path, ".csv");
   const bool jsonl = has_suffix(path, ".jsonl") || has_suffix(path, ".json");
   if (!csv && !jsonl) throw ConfigError("measurements '" + path + "': name it .csv or .jsonl so the format is clear");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("cannot read measurements '" + path + "': " + std::strerror(errno), "measurements");
   const std::string dir = std::filesystem::absolute(std::filesystem::path(path), ec).parent_path().string();
-  return parse_measurements(ss.str(), csv ? "csv" : "jsonl", path, dir);
+  return parse_measurements(in, csv ? "csv" : "jsonl", path, dir);
 }
 
 void check_measurements_output(const std::string& path) {

@@ -9,7 +9,7 @@ namespace {
 bool cell_bool(const char* column, const std::string& v) {
   if (v == "true" || v == "1" || v == "True" || v == "yes") return true;
   if (v == "false" || v == "0" || v == "False" || v == "no") return false;
-  throw InputError(std::string("column ") + column + ": expected true or false, got '" + v + "'");
+  throw InputError(std::string("column ") + column + ": expected true or false, got " + quoted_excerpt(v));
 }
 
 }  // namespace
@@ -18,7 +18,7 @@ void read_quant_columns(const std::function<std::string(const char*)>& get, mode
   const std::string quant = get("quant");
   if (!quant.empty() && quant != "none") {
     if (quant != "nf4" && quant != "fp4" && quant != "int8")
-      throw InputError("column quant: expected none, nf4, fp4 or int8, got '" + quant + "'");
+      throw InputError("column quant: expected none, nf4, fp4 or int8, got " + quoted_excerpt(quant));
     t.weight_format = model::parse_weight_format(quant);
   }
   if (!get("double_quant").empty()) t.double_quant = cell_bool("double_quant", get("double_quant"));
@@ -26,7 +26,7 @@ void read_quant_columns(const std::function<std::string(const char*)>& get, mode
   const std::string adapters = get("adapter_dtype");
   if (!adapters.empty()) {
     if (adapters != "fp32" && adapters != "bf16" && adapters != "fp16")
-      throw InputError("column adapter_dtype: expected fp32, bf16 or fp16, got '" + adapters + "'");
+      throw InputError("column adapter_dtype: expected fp32, bf16 or fp16, got " + quoted_excerpt(adapters));
     t.adapters_in_compute_precision = adapters != "fp32";
   }
   if (!get("optim").empty()) {

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "calibrate/content_hash.h"
 #include "model/atomic_file.h"
+#include "model/bounded_read.h"
+#include "model/decimal.h"
 #include "model/error.h"
 
 namespace lorasim::calib {
@@ -21,23 +24,17 @@ namespace {
 // A whole number >= min written as digits only: a width or count of "1e3" or "2.0" is a recorder's bug.
 int64_t whole(const std::string& column, const std::string& text, int64_t min, const std::string& what) {
   if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
-    bad(column, "expected " + what + " as a whole number >= " + std::to_string(min) + ", got '" + text + "'");
+    bad(column, "expected " + what + " as a whole number >= " + std::to_string(min) + ", got " + quoted_excerpt(text));
   const int64_t v = std::stoll(text);
-  if (v < min) bad(column, "expected " + what + " >= " + std::to_string(min) + ", got '" + text + "'");
+  if (v < min) bad(column, "expected " + what + " >= " + std::to_string(min) + ", got " + quoted_excerpt(text));
   return v;
 }
 
 double number(const std::string& column, const std::string& text, bool zero_allowed) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !std::isfinite(v) || !(zero_allowed ? v >= 0 : v > 0))
-    bad(column, std::string("expected a ") + (zero_allowed ? "non-negative" : "positive") + " number, got '" + text + "'");
-  return v;
+  const std::optional<double> v = model::parse_decimal(text);  // decimal only, as every number lorasim reads
+  if (!v || !std::isfinite(*v) || !(zero_allowed ? *v >= 0 : *v > 0))
+    bad(column, std::string("expected a ") + (zero_allowed ? "non-negative" : "positive") + " number, got " + quoted_excerpt(text));
+  return *v;
 }
 double positive(const std::string& column, const std::string& text) { return number(column, text, false); }
 double non_negative(const std::string& column, const std::string& text) { return number(column, text, true); }
@@ -57,7 +54,7 @@ void check_collation(const std::string& c) {
     whole("collation", c.substr(9), 1, "multiple:N's N");
     return;
   }
-  bad("collation", "expected fixed, longest, multiple:N, max_length, packed or padding-free, got '" + c + "'");
+  bad("collation", "expected fixed, longest, multiple:N, max_length, packed or padding-free, got " + quoted_excerpt(c));
 }
 
 }  // namespace
@@ -85,7 +82,7 @@ void read_run_columns(const std::function<std::string(const std::string&)>& get,
   if (!get("device_memory_bytes").empty()) {
     m.device_memory_bytes = positive("device_memory_bytes", get("device_memory_bytes"));
     if (m.device_memory_bytes != std::floor(m.device_memory_bytes))
-      bad("device_memory_bytes", "expected a whole number of bytes, got '" + get("device_memory_bytes") + "'");
+      bad("device_memory_bytes", "expected a whole number of bytes, got " + quoted_excerpt(get("device_memory_bytes")));
   }
   if (!get("processes").empty()) m.processes = whole("processes", get("processes"), 1, "a process count");
   if (!get("collation").empty()) {
@@ -158,19 +155,16 @@ std::pair<std::string, std::string> store_config_beside(const std::string& confi
   std::error_code ec;
   if (model::written_in_place(rows_path) || !fs::is_regular_file(config_path, ec)) return {"", ""};
   std::ifstream in(config_path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (!in.good() && !in.eof()) return {"", ""};
-  const std::string bytes = ss.str(), hash = sha256_hex(bytes);
+  if (!in) return {"", ""};
+  const std::string bytes = model::read_bounded(in, config_path, "a config.json"), hash = sha256_hex(bytes);
   const fs::path rows(rows_path);
   const std::string folder = rows.stem().string() + ".configs";
   const fs::path dir = rows.parent_path() / folder;
   std::string name = hash.substr(0, 16) + ".json";
   auto holds = [&](const fs::path& p) {
     std::ifstream f(p, std::ios::binary);
-    std::stringstream there;
-    there << f.rdbuf();
-    return f.good() && there.str() == bytes;
+    // One byte more than `bytes` tells a longer file from it without reading all of it.
+    return f && model::read_bounded(f, p.string(), "a config.json", model::kMaxDocumentBytes + 1) == bytes;
   };
   if (fs::exists(dir / name, ec) && !holds(dir / name)) name = hash + ".json";  // another config, same prefix
   if (!holds(dir / name)) {
@@ -183,15 +177,13 @@ std::pair<std::string, std::string> store_config_beside(const std::string& confi
 
 void check_sha256_cell(const std::string& hash) {
   if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos)
-    bad("model_config_sha256", "expected 64 lowercase hex digits (the SHA-256 of the config file), got '" + hash + "'");
+    bad("model_config_sha256", "expected 64 lowercase hex digits (the SHA-256 of the config file), got " + quoted_excerpt(hash));
 }
 
 void check_config_hash(const std::string& path, const std::string& sha256) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot read the config file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string actual = sha256_hex(ss.str());
+  const std::string actual = sha256_hex(model::read_bounded(in, path, "a config.json"));
   if (actual != sha256)
     bad("model_config_sha256", "the config file '" + path + "' hashes to " + actual + ", not the row's " + sha256 +
                                    ": it changed since the run (restore the file the run used, or remove the hash)");

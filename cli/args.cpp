@@ -1,14 +1,19 @@
 // Flag value parsing and workload assembly.
 #include "cli/args.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "model/architecture.h"
+#include "model/decimal.h"
 #include "model/error.h"
 #include "model/hf_config.h"
 #include "model/training_stack.h"
@@ -21,7 +26,14 @@ namespace lorasim::cli {
 void add_workload_options(OptionTable& t, WorkloadArgs& a) {
   t.text("model", a.model, "architecture preset (see `lorasim models`)")
       .quantity("model", "(see `lorasim models`, or pass --model-config path/to/config.json)")
-      .path("model-config", a.model_config, "Hugging Face config.json of a Llama/Qwen/Mistral, Gemma 2/3 or Phi-3 model (overrides --model)")
+      .custom("model-config", "",
+              [&a](const std::string& path) {
+                if (path.empty()) throw InputError("--model-config is empty: give a file name, or leave the flag out");
+                a.model_config = path;
+                // Read once: the architecture and the quantization_config both come from it.
+                a.model_config_text = model::read_hf_config_text(path);
+              },
+              "Hugging Face config.json of a Llama/Qwen/Mistral, Gemma 2/3 or Phi-3 model (overrides --model)")
       .quantity("model_config")
       .integer("seq-len", a.seq_len, 1, "tokens per sequence")
       .quantity("seq_len")
@@ -51,7 +63,7 @@ GradCkpt grad_ckpt_mode(const WorkloadArgs& a) {
   if (text == "auto") return GradCkpt::both;
   if (text == "true") return GradCkpt::on;
   if (text == "false") return GradCkpt::off;
-  throw InputError("--grad-ckpt must be auto, true or false, got '" + text + "'");
+  throw InputError("--grad-ckpt must be auto, true or false, got " + quoted_excerpt(text));
 }
 
 WorkloadArgs with_grad_ckpt(WorkloadArgs a, bool on) {
@@ -96,12 +108,12 @@ model::StackSpec build_stack(const StackArgs& a) {
   apply("--allocator", a.allocator, [&] { s.allocator = model::parse_allocator(*a.allocator); });
   apply("--autocast", a.autocast, [&] {
     if (*a.autocast != "true" && *a.autocast != "false")
-      throw InputError("--autocast must be true or false, got '" + *a.autocast + "'");
+      throw InputError("--autocast must be true or false, got " + quoted_excerpt(*a.autocast));
     s.autocast = *a.autocast == "true";
   });
   apply("--fused-lm-head", a.fused_lm_head, [&] {
     if (*a.fused_lm_head != "true" && *a.fused_lm_head != "false")
-      throw InputError("--fused-lm-head must be true or false, got '" + *a.fused_lm_head + "'");
+      throw InputError("--fused-lm-head must be true or false, got " + quoted_excerpt(*a.fused_lm_head));
     s.fused_lm_head = *a.fused_lm_head == "true";
   });
   return s;
@@ -114,6 +126,27 @@ void require_runner_stack(const model::StackSpec& stack, const std::string& comm
                    "with lorasim_hf.LorasimCallback in your Trainer and run `lorasim validate --measurements FILE`");
 }
 
+std::string model_config_text(const WorkloadArgs& a) {
+  return a.model_config_text.empty() ? model::read_hf_config_text(a.model_config) : a.model_config_text;
+}
+
+namespace {
+// PEFT matches target names against the model's modules: Phi-3's fused qkv_proj and
+// gate_up_proj exist in Phi-3 only, and LoraConfig fails on a model without them.
+void check_fused_target_names(const std::string& text, const model::Architecture& arch) {
+  std::string list = "," + text + ",";
+  list.erase(std::remove(list.begin(), list.end(), ' '), list.end());
+  for (const auto& [name, fused] : {std::pair<const char*, bool>{"qkv", arch.fused_qkv}, {"gate_up", arch.fused_gate_up}}) {
+    if (fused) continue;
+    for (const std::string& form : {std::string(name), std::string(name) + "_proj"})
+      if (list.find("," + form + ",") != std::string::npos)
+        throw InputError("--lora-targets " + form + ": " + arch.name + " has no fused " + name + "_proj module (Phi-3 "
+                         "has); name its projections, e.g. " + (std::string(name) == "qkv" ? "q,k,v" : "gate,up"),
+                         "lora_targets");
+  }
+}
+}  // namespace
+
 model::Workload build_workload(const WorkloadArgs& given, bool bf16_supported) {
   const WorkloadArgs a = with_trainer_preset(given);
   const GradCkpt ckpt = grad_ckpt_mode(a);
@@ -121,11 +154,12 @@ model::Workload build_workload(const WorkloadArgs& given, bool bf16_supported) {
     throw InputError("--grad-ckpt auto weighs both settings, which only `lorasim simulate` and `lorasim recommend` "
                      "do: give --grad-ckpt true or false");
   model::Workload w;
-  w.arch = a.model_config.empty() ? model::preset(a.model) : model::load_hf_config(a.model_config);
+  w.arch = a.model_config.empty() ? model::preset(a.model) : model::parse_hf_config(model_config_text(a), a.model_config);
   w.train.seq_len = a.seq_len;
   w.lora.rank = a.lora_rank;
   w.lora.alpha = a.lora_alpha;
   w.lora.targets = model::parse_targets(a.lora_targets);
+  check_fused_target_names(a.lora_targets, w.arch);
   if (a.precision == "auto")
     w.train.precision = bf16_supported ? model::Precision::bf16 : model::Precision::fp16;
   else
@@ -138,49 +172,31 @@ model::Workload build_workload(const WorkloadArgs& given, bool bf16_supported) {
 }
 
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t min) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used);
-  } catch (const std::out_of_range&) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  // Decimal digits only (model/decimal.h): no hex, no spaces, no "1e3".
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec == std::errc::result_out_of_range)
     throw InputError(flag + " must be between " + std::to_string(min) + " and " +
-                     std::to_string(std::numeric_limits<long long>::max()) + ", got " + text);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size())
-    throw InputError(flag + " must be a whole number, got '" + text + "'");
-  if (v < min)
-    throw InputError(flag + " must be at least " + std::to_string(min) + ", got " + text);
+                     std::to_string(std::numeric_limits<int64_t>::max()) + ", got " + quoted_excerpt(text));
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw InputError(flag + " must be a whole number, got " + quoted_excerpt(text));
+  if (v < min) throw InputError(flag + " must be at least " + std::to_string(min) + ", got " + quoted_excerpt(text));
   return v;
 }
-
-namespace {
-// The leading number of `text` and how many characters it took (0: none).
-double leading_number(const std::string& text, size_t& used) {
-  used = 0;
-  try {
-    return std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-    return 0;
-  }
-}
-}  // namespace
 
 double parse_real(const std::string& flag, const std::string& text, double lo, double hi) {
-  size_t used = 0;
-  const double v = leading_number(text, used);
-  if (used == 0 || used != text.size() || !std::isfinite(v))
-    throw InputError(flag + " must be a number, got '" + text + "'");
-  if (v < lo || v > hi)
-    throw InputError(flag + " must be between " + shortest(lo) + " and " + shortest(hi) + ", got " + text);
-  return v;
+  // One message for every value outside [lo, hi], a number or not: nan, NaN, 4.9e-324, 0x10.
+  const std::optional<double> v = model::parse_decimal(text);
+  if (!v || !(*v >= lo && *v <= hi))
+    throw InputError(flag + " must be a number between " + shortest(lo) + " and " + shortest(hi) + ", got " +
+                     quoted_excerpt(text));
+  return *v;
 }
 
 int64_t parse_bytes(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  const double v = leading_number(text, used);
+  double v = 0;
+  const size_t used = model::leading_decimal(text, v);
   std::string unit = text.substr(used);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double scale = 0;
@@ -194,12 +210,12 @@ int64_t parse_bytes(const std::string& flag, const std::string& text) {
   else if (unit == "gb") scale = 1e9;
   else if (unit == "tb") scale = 1e12;
   if (used == 0 || scale == 0 || !(v > 0) || !std::isfinite(v))
-    throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB, 2TiB or 16000000000, got '" +
-                     text + "'");
+    throw InputError(flag + " must be a positive size such as 24GiB, 24G, 500MiB, 2TiB or 16000000000, got " +
+                     quoted_excerpt(text));
   // Below one byte the conversion truncates to 0, which every caller takes for "unset".
-  if (v * scale < 1) throw InputError(flag + " must be at least 1 byte, got '" + text + "'");
+  if (v * scale < 1) throw InputError(flag + " must be at least 1 byte, got " + quoted_excerpt(text));
   // Beyond int64 the conversion is undefined; no device comes near 8 EiB anyway.
-  if (v * scale >= 9.2e18) throw InputError(flag + " must be below 8 EiB, got '" + text + "'");
+  if (v * scale >= 9.2e18) throw InputError(flag + " must be below 8 EiB, got " + quoted_excerpt(text));
   return static_cast<int64_t>(v * scale);
 }
 
@@ -207,7 +223,7 @@ Format parse_format(const std::string& text) {
   if (text == "table") return Format::table;
   if (text == "csv") return Format::csv;
   if (text == "json") return Format::json;
-  throw InputError("--format must be table, csv or json, got '" + text + "'");
+  throw InputError("--format must be table, csv or json, got " + quoted_excerpt(text));
 }
 
 }  // namespace lorasim::cli

@@ -41,6 +41,7 @@ void require_runner_stack(const model::StackSpec& stack, const std::string& comm
 struct WorkloadArgs {
   std::string model = "qwen3-1.7b";                       ///< preset name
   std::string model_config;                               ///< a Hugging Face config.json (overrides --model)
+  std::string model_config_text;  ///< its text, read once when the flag is parsed: a pipe (<(...)) reads only once
   int64_t seq_len = model::TrainingSpec{}.seq_len;        ///< tokens per sequence
   int64_t lora_rank = model::LoraSpec{}.rank;
   double lora_alpha = model::LoraSpec{}.alpha;
@@ -64,6 +65,8 @@ enum class GradCkpt { off, on, both };
 /// What the command line asks for: --grad-ckpt where given; else the --trainer preset's where
 /// the command's default is a fixed value (auto already weighs the preset's); else the default.
 GradCkpt grad_ckpt_mode(const WorkloadArgs& args);
+/// The text of --model-config (read when parsed; read now where a command set only the path).
+std::string model_config_text(const WorkloadArgs& args);
 /// Builds and validates the workload, --trainer's preset under the flags given; `bf16_supported`
 /// resolves precision "auto". Refuses `--grad-ckpt auto` (InputError naming the flag): a command
 /// that weighs both builds one workload per setting (with_grad_ckpt).

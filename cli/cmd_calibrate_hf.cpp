@@ -153,7 +153,7 @@ int cmd_calibrate_hf(const Args& args) {
   }
   if (out.empty() && !dry_run) throw InputError("--out FILE is required: where to write the profile");
   const bool is_cuda = device.rfind("cuda", 0) == 0;
-  if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got '" + device + "'");
+  if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got " + quoted_excerpt(device));
   if (!dry_run)
     check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}}, {{"--profile", ha.profile, ""}});
   hw::Profile profile = base_profile(ha, is_cuda);

@@ -59,7 +59,9 @@ int cmd_profiles(const Args& args) {
            h.bf16_supported ? fixed(h.peak_bf16_tflops, 0) : "-", fixed(h.hbm_bandwidth_gbps, 0),
            h.bf16_supported ? "yes" : "no (fp16)", h.calibrated ? "calibrated" : "prior",
            "time ~" + fixed(h.value("expected_time_error") * 100, 0) + "%, memory ~" +
-               fixed(h.value("expected_memory_error") * 100, 0) + "%"});
+               fixed(h.value("expected_memory_error") * 100, 0) + "%" +
+               (h.value("expected_memory_error_bytes") > 0 ? " + " + human_bytes(h.value("expected_memory_error_bytes"))
+                                                           : "")});
   }
   if (format == Format::json) std::cout << all.dump(2) << "\n";
   if (format == Format::table) {

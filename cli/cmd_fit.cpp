@@ -86,6 +86,7 @@ int cmd_fit(const Args& args) {
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   std::vector<FileArg> inputs;
   for (const std::string& f : files) inputs.push_back({"--measurements", f, ""});
+  check_distinct_inputs(inputs);
   if (!ha.profile.empty()) inputs.push_back({"--profile", ha.profile, ""});
   check_outputs({{"--out", out, ".toml"}}, inputs);
   // Every file is read (and any error reported) before anything is written.

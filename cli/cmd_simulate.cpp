@@ -22,7 +22,7 @@
 #include "cli/split_charts.h"
 #include "cli/trainer_preset.h"
 #include "model/analytics.h"
-#include "simulator/grad_ckpt_sim.h"
+#include "simulator/note_text.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {
@@ -52,7 +52,7 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
   add_lengths_options(t, a.lengths);
   add_memory_limit_options(t, a.memory, "usable device memory, e.g. 40GiB (default: the GPU's)");
   add_data_parallel_options(t, a.data_parallel);
-  t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free")
+  t.real("safety-margin", a.safety_margin, 0, 0.9, "fraction of the limit kept free for other processes on the GPU (the worst case holds the measured spread)")
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
       .paths("measured", a.measured,
              "measurement file (docs/measurements.md; may be repeated): the splits it ran of this workload take "
@@ -84,9 +84,11 @@ nlohmann::json split_json(const sim::Split& s) {
           {"rank", s.rank}};
 }
 
-/// `c.both_grad_ckpt`: each split says its own checkpointing.
+/// `c.both_grad_ckpt`: each split says its own checkpointing. `notes`: the result's notes as
+/// written out, and the command's own.
 nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r,
-                           const RecommendationContext& c, bool group_by_length = false) {
+                           const std::vector<std::string>& notes, const RecommendationContext& c,
+                           bool group_by_length = false) {
   const bool both = c.both_grad_ckpt, with_lengths = c.with_lengths;
   const std::string& trainer = c.trainer;
   nlohmann::json j;
@@ -122,7 +124,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
     j["recommended"] = nullptr;
   }
   add_recommendation_json(j, req, r, c);
-  j["notes"] = r.notes;
+  j["notes"] = notes;
   return j;
 }
 
@@ -164,11 +166,12 @@ std::string range_cell(const sim::Split& s) {
   return "±" + fixed(100 * (s.step_time_high_s - s.step_time_low_s) / (2 * s.step_time_s), 0) + "%";
 }
 
-void print_notes(const sim::Result& r) {
-  for (const auto& n : r.notes) std::cout << "note: " << n << "\n";
+void print_notes(const std::vector<std::string>& notes) {
+  for (const auto& n : notes) std::cout << "note: " << n << "\n";
 }
 
-void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r, const RecommendationContext& c) {
+void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r,
+                 const std::vector<std::string>& notes, const RecommendationContext& c) {
   const bool both = c.both_grad_ckpt;
   print_header(req, p, r, both);
   std::cout << "\n";
@@ -189,7 +192,7 @@ void print_table(const sim::Request& req, const hw::Profile& p, const sim::Resul
   t.print(std::cout);
   std::cout << "\n";
   print_recommendation(std::cout, req, r, c);
-  print_notes(r);
+  print_notes(notes);
 }
 
 struct Prepared {
@@ -249,62 +252,67 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
       checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
   out.request.safety_margin = a.safety_margin;
   apply_data_parallel(a.data_parallel, out.request);
-  out.request.measured = measured_splits(a.measured, out.request, std::cerr);
+  out.request.measured = measured_splits(a.measured, out.request, out.profile, out.both_grad_ckpt, std::cerr);
   return true;
 }
 
-/// What the command line left to defaults and presets (cli/preset_notes.h); `fixed_lengths`:
-/// the notes that simulate the other choice, which the data of many lengths leave out.
-void add_preset_notes(const Prepared& p, sim::Result& r, bool fixed_lengths) {
-  auto add = [&r](std::string note) {
-    if (!note.empty()) r.notes.push_back(std::move(note));
+/// What the command line left to defaults and presets (cli/preset_notes.h), added to `notes`
+/// (the CLI's own sentences, not the simulator's); `fixed_lengths`: the notes that simulate the
+/// other choice, which the data of many lengths leave out.
+void add_preset_notes(const Prepared& p, const sim::Result& r, std::vector<std::string>& notes, bool fixed_lengths) {
+  auto add = [&notes](std::string note) {
+    if (!note.empty()) notes.push_back(std::move(note));
   };
   if (fixed_lengths && p.grad_ckpt_from_trainer) add(trainer_ckpt_note(p.request, r));
   if (p.kbit_from_trainer) add(kbit_recipe_note(p.request, fixed_lengths));
-  if (p.gpu_defaulted) r.notes.insert(r.notes.begin(), default_gpu_note(p.profile));
+  if (p.gpu_defaulted) notes.insert(notes.begin(), default_gpu_note(p.profile));
 }
 
 struct Answer {
   sim::Result result;
+  std::vector<std::string> notes;  ///< the result's notes as written out, then the command's own
   RecommendationContext context;
 };
 
 /// `recommending`: when nothing fits, say whether a 4-bit base would (cli/quant_hint.h).
 Answer run_fixed(const Prepared& p, bool recommending = false) {
-  Answer a{p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request), p.context()};
+  Answer a{p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request), {}, p.context()};
+  a.notes = sim::note_texts(p.request, a.result);
   const std::string quant = recommending ? quant_fit_note(p.request, a.result) : "";
-  if (!quant.empty()) a.result.notes.push_back(quant);
+  if (!quant.empty()) a.notes.push_back(quant);
   a.context.four_bit_fits = !quant.empty();
-  add_preset_notes(p, a.result, true);
+  add_preset_notes(p, a.result, a.notes, true);
   return a;
 }
 
 /// simulate and recommend for data of many lengths (cli/lengths_output.h).
 int print_lengths(const Prepared& p, bool with_splits) {
-  const sim::LengthsOptions options = lengths_options(p.lengths);
-  sim::LengthsResult r = p.both_grad_ckpt ? sim::simulate_lengths_both_grad_ckpt(p.request, options)
-                                          : sim::simulate_lengths(p.request, options);
+  sim::Plan plan;
+  plan.both_grad_ckpt = p.both_grad_ckpt;
+  plan.lengths = lengths_options(p.lengths);
+  plan.advice = true;
+  const sim::LengthsResult r = sim::run(p.request, plan);
+  std::vector<std::string> notes = sim::note_texts(p.request, r.result);
   RecommendationContext context = p.context();
   if (!with_splits) {  // recommend: nothing fits, would a 4-bit base? (cli/quant_hint.h)
-    const std::string quant = quant_fit_note(p.request, options, r);
-    if (!quant.empty()) r.result.notes.push_back(quant);
+    const std::string quant = quant_fit_note(p.request, *plan.lengths, r);
+    if (!quant.empty()) notes.push_back(quant);
     context.four_bit_fits = !quant.empty();
   }
-  add_preset_notes(p, r.result, false);
-  const sim::PaddingAdvice advice = sim::padding_advice(p.request, options, r, p.both_grad_ckpt);
-  r.result.notes.insert(r.result.notes.end(), advice.notes.begin(), advice.notes.end());
+  add_preset_notes(p, r.result, notes, false);
+  const std::vector<std::string> advice = sim::advice_texts(r);
+  notes.insert(notes.end(), advice.begin(), advice.end());
   if (!p.plot_path.empty()) write_svg({lengths_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
-      nlohmann::json j =
-          result_json(p.request, p.profile, r.result, context, p.lengths.group_by_length);
-      add_lengths_json(j, p.request, r, p.lengths, advice);
+      nlohmann::json j = result_json(p.request, p.profile, r.result, notes, context, p.lengths.group_by_length);
+      add_lengths_json(j, p.request, r, p.lengths);
       std::cout << j.dump(2) << "\n";
       break;
     }
     case Format::csv: print_lengths_csv(std::cout, r); break;
     case Format::table:
-      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, context}, advice);
+      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, context}, notes);
       break;
   }
   return kOk;
@@ -336,9 +344,9 @@ int cmd_simulate(const Args& args) {
   const sim::Result& r = a.result;
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r, a.context).dump(2) << "\n"; break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, a.notes, a.context).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
-    case Format::table: print_table(p.request, p.profile, r, a.context); break;
+    case Format::table: print_table(p.request, p.profile, r, a.notes, a.context); break;
   }
   return kOk;
 }
@@ -366,13 +374,13 @@ int cmd_recommend(const Args& args) {
   const Answer a = run_fixed(p, true);
   const sim::Result& r = a.result;
   switch (p.format) {
-    case Format::json: std::cout << result_json(p.request, p.profile, r, a.context).dump(2) << "\n"; break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, a.notes, a.context).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
     case Format::table:
       print_header(p.request, p.profile, r, p.both_grad_ckpt);
       std::cout << "\n";
       print_recommendation(std::cout, p.request, r, a.context);
-      print_notes(r);
+      print_notes(a.notes);
       break;
   }
   return kOk;

@@ -126,7 +126,7 @@ std::vector<std::pair<int64_t, int64_t>> parse_splits(const std::string& text, i
   while (std::getline(ss, item, ',')) {
     const size_t x = item.find('x');
     if (x == std::string::npos)
-      throw InputError("--splits takes MICROxACCUM pairs such as 4x4,16x1, got '" + item + "'");
+      throw InputError("--splits takes MICROxACCUM pairs such as 4x4,16x1, got " + quoted_excerpt(item));
     const int64_t b = parse_int("--splits", item.substr(0, x), 1), a = parse_int("--splits", item.substr(x + 1), 1);
     if (b * a != B)
       throw InputError("--splits " + item + " gives " + std::to_string(b * a) + " sequences per step, not the effective batch " +

@@ -24,6 +24,14 @@ void apply_data_parallel(const DataParallelArgs& a, sim::Request& request) {
   request.fsdp = a.fsdp;
   if (a.link.empty()) return;
   request.link = model::parse_link(a.link);
+  if (a.gpus <= 1)
+    throw InputError("--link " + a.link + " is the link between data-parallel GPUs: it needs --gpus N (N >= 2)", "link");
+  // A GPU sold without NVLink (its profile's [interconnect] is PCIe: T4, L4, A10G) cannot use it.
+  const auto& ic = request.hardware.interconnect;
+  if (*request.link == model::Link::nvlink && ic && ic->link == model::Link::pcie)
+    throw InputError("--link nvlink: the " + request.hardware.display_name +
+                         " has no NVLink (its profile's [interconnect] is pcie): drop --link, or give --link pcie",
+                     "link");
   // A CPU host's Gloo figures come from its own profile's [interconnect] only: no prior to stand in.
   if (*request.link == model::Link::gloo_cpu)
     throw InputError("gloo-cpu is no GPU link and has no prior: drop --link to use a CPU profile's measured "

@@ -8,6 +8,7 @@
 
 #include "cli/hf_arguments.h"
 #include "cli/option_table.h"
+#include "simulator/fsdp.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {

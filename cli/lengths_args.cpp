@@ -49,6 +49,13 @@ void apply_lengths(const LengthsArgs& a, model::Workload& w) {
   d = d.truncated(a.max_length_tokens > 0 ? a.max_length_tokens : d.longest_tokens());
   w.train.padding = model::parse_padding(a.padding);
   w.train.seq_len = d.max_length_tokens();
+  // Else a typo such as multiple:99999999999 pads every micro-batch past anything the data holds,
+  // and the count overflows, blamed on the sequence length.
+  if (w.train.padding.mode == model::PaddingMode::multiple && w.train.padding.multiple_tokens > w.train.seq_len)
+    throw InputError("--padding " + a.padding + ": the multiple is above the longest sequence (" +
+                     std::to_string(w.train.seq_len) + " tokens" + (a.max_length_tokens > 0 ? ", --max-length" : "") +
+                     "), so every micro-batch would be padded to " + std::to_string(w.train.padding.multiple_tokens) +
+                     " tokens: give a multiple of at most " + std::to_string(w.train.seq_len) + " (8 or 64 are usual)");
   w.train.lengths = d;
   w.validate();
 }

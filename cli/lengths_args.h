@@ -6,7 +6,7 @@
 
 #include "cli/option_table.h"
 #include "model/workload.h"
-#include "simulator/lengths_sim.h"
+#include "simulator/request.h"
 
 namespace lorasim::cli {
 

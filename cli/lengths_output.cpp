@@ -17,8 +17,8 @@ std::string percent(double fraction) { return fixed(fraction * 100, 0) + "%"; }
 
 }  // namespace
 
-void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a,
-                      const sim::PaddingAdvice& advice) {
+void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a) {
+  const sim::PaddingAdvice& advice = r.advice;
   const model::LengthDistribution d = req.workload.train.length_distribution();
   j["lengths"] = {{"file", a.file},
                   {"sequences", d.sequences()},
@@ -116,7 +116,8 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
 }
 
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
-                         const LengthsArgs& a, const LengthsTableOptions& o, const sim::PaddingAdvice& advice) {
+                         const LengthsArgs& a, const LengthsTableOptions& o, const std::vector<std::string>& notes) {
+  const sim::PaddingAdvice& advice = r.advice;
   const bool both = o.recommend.both_grad_ckpt;
   const model::Workload& w = req.workload;
   const model::LengthDistribution d = w.train.length_distribution();
@@ -183,7 +184,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
     }
     out << "\n";
   }
-  for (const auto& n : res.notes) out << "note: " << n << "\n";
+  for (const auto& n : notes) out << "note: " << n << "\n";
 }
 
 }  // namespace lorasim::cli

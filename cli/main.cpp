@@ -90,6 +90,11 @@ int flushed(int code) {
 
 int run(const std::vector<std::string>& args);
 
+// Every error line goes out through here: a message is one line of bounded length, whatever
+// input it quotes (the libraries quote an excerpt; this catches what a third party's message
+// -- Boost's, a parser's -- holds whole), and no control byte reaches the terminal.
+void print_error(const std::string& message) { std::cerr << "error: " << lorasim::excerpt(message, 4096) << "\n"; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,28 +129,28 @@ int run(const std::vector<std::string>& args) {
         if (a == "-h") return c.run({"--help"});
       return c.run(rest);
     } catch (const boost::program_options::error& e) {
-      std::cerr << "error: " << e.what() << " (see `lorasim " << name << " --help`)\n";
+      print_error(std::string(e.what()) + " (see `lorasim " + name + " --help`)");
       return kUsage;
     } catch (const lorasim::InputError& e) {
-      std::cerr << "error: " << describe_error(e) << "\n";
+      print_error(describe_error(e));
       return kUsage;
     } catch (const lorasim::ConfigError& e) {
-      std::cerr << "error: " << describe_error(e) << "\n";
+      print_error(describe_error(e));
       return kConfig;
     } catch (const lorasim::CalibrationError& e) {
-      std::cerr << "error: " << describe_error(e) << "\n";
+      print_error(describe_error(e));
       return kCalibration;
     } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
+      print_error(e.what());
       return kInternal;
     }
   }
   std::vector<std::string> names;
   for (const auto& c : kCommands) names.push_back(c.name);
-  std::string msg = "error: unknown command '" + name + "'";
+  std::string msg = "unknown command " + lorasim::quoted_excerpt(name);
   const std::string near = lorasim::nearest_name(name, names);
   if (!near.empty()) msg += ", did you mean '" + near + "'?";
-  std::cerr << msg << " (see `lorasim --help`)\n";
+  print_error(msg + " (see `lorasim --help`)");
   return kUsage;
 }
 

@@ -3,28 +3,42 @@
 
 #include "calibrate/measurement_io.h"
 #include "calibrate/measurement_label.h"
+#include "cli/output_path.h"
+#include "cli/row_device.h"
 
 namespace lorasim::cli {
 
 std::vector<sim::MeasuredSplit> measured_splits(const std::vector<std::string>& paths, const sim::Request& request,
-                                                std::ostream& err) {
-  calib::Measurement wanted;
-  wanted.workload = request.workload;
-  wanted.micro_batch = request.effective_batch;
-  wanted.accumulation = 1;
-  const std::string label = calib::workload_label(wanted);
+                                                const hw::Profile& profile, bool both_grad_ckpt, std::ostream& err) {
+  // Under --grad-ckpt auto a row of either setting is of the workload, and stands for that setting's split.
+  auto label_of = [&](bool grad_ckpt) {
+    calib::Measurement wanted;
+    wanted.workload = request.workload;
+    wanted.workload.train.grad_ckpt = grad_ckpt;
+    wanted.micro_batch = request.effective_batch;
+    wanted.accumulation = 1;
+    return calib::workload_label(wanted);
+  };
+  const bool own_ckpt = request.workload.train.grad_ckpt;
+  const std::string label = label_of(own_ckpt), other = both_grad_ckpt ? label_of(!own_ckpt) : label;
+  std::vector<FileArg> inputs;
+  for (const std::string& path : paths) inputs.push_back({"--measured", path, ""});
+  check_distinct_inputs(inputs);
   std::vector<sim::MeasuredSplit> out;
   for (const std::string& path : paths) {
     size_t ignored = 0;
     const std::vector<calib::Measurement> rows = calib::load_measurements(path);
+    require_rows_of_profile(rows, profile, "recommend --measured");
     for (const calib::Measurement& m : rows) {
-      if (calib::workload_label(m) != label) {
+      const std::string l = calib::workload_label(m);
+      if (l != label && l != other) {
         ++ignored;
         continue;
       }
       sim::MeasuredSplit s;
       s.micro_batch = m.micro_batch;
       s.accumulation = m.accumulation;
+      s.grad_ckpt = m.workload.train.grad_ckpt;
       s.oom = m.oom;
       if (!m.oom) s.step_time_s = m.step_time_s;
       if (calib::measured(m.peak_reserved_bytes)) s.peak_reserved_bytes = m.peak_reserved_bytes;

@@ -16,10 +16,14 @@ void add_memory_limit_options(OptionTable& t, MemoryLimitArgs& a, const char* he
      const bool bare = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
        return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
      });
-     // No device runs a step in a mebibyte: a bare small number lost its unit.
+     // No device runs a step in a mebibyte: a bare small number lost its unit, and a smaller
+     // size with its unit would read "0 MiB" in every figure after.
      if (bare && a.limit_bytes < (int64_t{1} << 20))
        throw InputError("--memory-limit " + text + " is " + text + " bytes: did you mean " + text +
                         "GiB? (sizes take a unit: 24GiB, 500MiB; a plain number is bytes)");
+     if (a.limit_bytes < (int64_t{1} << 20))
+       throw InputError("--memory-limit " + text + " is " + std::to_string(a.limit_bytes) +
+                        " bytes, below 1 MiB: no device trains in that (sizes such as 24GiB or 500MiB)");
    }, help)
       .quantity("memory_limit")
       .toggle("allow-over-memory", a.allow_over,

@@ -35,6 +35,17 @@ std::string flag_hint(const std::string& word, const po::options_description& de
   return "did you mean --" + flag + " " + word + "?";
 }
 
+// "unrecognised option '--efective-batch', did you mean '--effective-batch'?", as an unknown
+// command is answered (nearest_name, model/error.h).
+std::string unknown_option_message(const std::string& option, const po::options_description& desc) {
+  std::vector<std::string> flags;
+  for (const auto& o : desc.options()) flags.push_back(o->long_name());
+  const std::string name = option.rfind("--", 0) == 0 ? option.substr(2) : option;
+  std::string msg = "unrecognised option " + quoted_excerpt(option);
+  if (const std::string near = nearest_name(name, flags); !near.empty()) msg += ", did you mean '--" + near + "'?";
+  return msg;
+}
+
 }  // namespace
 
 OptionTable::OptionTable(const char* caption) : desc_(caption) { desc_.add_options()("help", "show this help"); }
@@ -123,7 +134,7 @@ OptionTable& OptionTable::switch_choice(const char* flag, boost::optional<std::s
   return add(flag, semantic, [&target, name, choices](const po::variable_value& v) {
     const std::string t = v.as<std::string>();
     if (std::find(choices.begin(), choices.end(), t) == choices.end())
-      throw InputError(name + " must be " + choice_list(choices) + ", got '" + t + "'");
+      throw InputError(name + " must be " + choice_list(choices) + ", got " + quoted_excerpt(t));
     target = t;
   }, help);
 }
@@ -137,7 +148,7 @@ OptionTable& OptionTable::choice(const char* flag, std::string& target, std::vec
         target = t;
         return;
       }
-    throw InputError(name + " must be " + choice_list(choices) + ", got '" + t + "'");
+    throw InputError(name + " must be " + choice_list(choices) + ", got " + quoted_excerpt(t));
   }, help);
 }
 
@@ -179,11 +190,17 @@ bool OptionTable::parse(const std::vector<std::string>& given_args) {
   // taken for a short option.
   const int style = po::command_line_style::unix_style & ~po::command_line_style::allow_short &
                     ~po::command_line_style::allow_guessing;
-  const po::parsed_options parsed = po::command_line_parser(args).options(desc_).style(style).run();
+  const po::parsed_options parsed = [&] {
+    try {
+      return po::command_line_parser(args).options(desc_).style(style).run();
+    } catch (const po::unknown_option& e) {
+      throw po::error(unknown_option_message(e.get_option_name(), desc_));
+    }
+  }();
   // Without a positional description Boost keeps a bare word and store() drops it, so
   // `simulate qwen3-8b` would quietly simulate the default model.
   for (const std::string& word : po::collect_unrecognized(parsed.options, po::include_positional))
-    throw po::error("unexpected argument '" + word + "': " + flag_hint(word, desc_));
+    throw po::error("unexpected argument " + quoted_excerpt(word) + ": " + flag_hint(word, desc_));
   po::store(parsed, vm_);
   po::notify(vm_);
   if (vm_.count("help")) return false;

@@ -97,4 +97,12 @@ void check_outputs(const std::vector<FileArg>& outputs, const std::vector<FileAr
   }
 }
 
+void check_distinct_inputs(const std::vector<FileArg>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (same_file(inputs[i].path, inputs[j].path))
+        throw InputError(inputs[j].flag + " " + inputs[j].path + " and " + inputs[i].flag + " " + inputs[i].path +
+                         " are the same file: its runs would count twice; give it once");
+}
+
 }  // namespace lorasim::cli

@@ -28,4 +28,8 @@ struct FileArg {
 /// (a device or FIFO written in place keeps any name). Throws InputError naming the flags.
 void check_outputs(const std::vector<FileArg>& outputs, const std::vector<FileArg>& inputs = {});
 
+/// Throws InputError when two of `inputs` are one file (as check_outputs tells them): a file of
+/// runs given twice would count each run twice.
+void check_distinct_inputs(const std::vector<FileArg>& inputs);
+
 }  // namespace lorasim::cli

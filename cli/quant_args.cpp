@@ -11,7 +11,7 @@ namespace {
 bool boolean(const char* flag, const std::string& text) {
   if (text == "true") return true;
   if (text == "false") return false;
-  throw InputError(std::string(flag) + " must be true or false, got '" + text + "'");
+  throw InputError(std::string(flag) + " must be true or false, got " + quoted_excerpt(text));
 }
 
 const char* tf(bool b) { return b ? "true" : "false"; }
@@ -26,14 +26,14 @@ struct QuantChoice {
 std::optional<model::WeightFormat> flag_format(const std::string& text) {
   if (text == "none") return std::nullopt;
   if (text == "nf4" || text == "fp4" || text == "int8") return model::parse_weight_format(text);
-  throw InputError("--quant must be none, nf4, fp4 or int8 (bitsandbytes), got '" + text + "'");
+  throw InputError("--quant must be none, nf4, fp4 or int8 (bitsandbytes), got " + quoted_excerpt(text));
 }
 
 QuantChoice choose(const WorkloadArgs& a) {
   QuantChoice c;
   const std::optional<model::WeightFormat> flag = a.quant ? flag_format(*a.quant) : std::nullopt;
   const std::optional<model::QuantConfig> cfg =
-      a.model_config.empty() ? std::nullopt : model::load_quantization_config(a.model_config);
+      a.model_config.empty() ? std::nullopt : model::parse_quantization_config(model_config_text(a), a.model_config);
   const bool four_bit_flag = flag && *flag != model::WeightFormat::int8;
   if (cfg) {
     const std::string said = model::weight_format_name(cfg->format);
@@ -88,15 +88,17 @@ void apply_quant(const WorkloadArgs& a, model::Workload& w) {
   w.train.optimizer = model::parse_optimizer(a.optim);
   if (a.adapter_dtype) {
     if (*a.adapter_dtype != "fp32" && *a.adapter_dtype != "compute")
-      throw InputError("--adapter-dtype must be fp32 or compute, got '" + *a.adapter_dtype + "'");
+      throw InputError("--adapter-dtype must be fp32 or compute, got " + quoted_excerpt(*a.adapter_dtype));
     w.train.adapters_in_compute_precision = *a.adapter_dtype == "compute";
   }
   const QuantChoice c = choose(a);
   w.train.double_quant = c.double_quant;
   if (!c.format) {
-    if (a.kbit_prepare && boolean("--kbit-prepare", *a.kbit_prepare))
-      throw InputError("--kbit-prepare true: prepare_model_for_kbit_training applies to a quantized base (add --quant "
-                       "nf4, fp4 or int8)");
+    // false too: it says the user prepares no quantized base, of which there is none.
+    if (a.kbit_prepare)
+      throw InputError("--kbit-prepare " + std::string(tf(boolean("--kbit-prepare", *a.kbit_prepare))) +
+                       ": prepare_model_for_kbit_training applies to a quantized base (add --quant nf4, fp4 or int8, "
+                       "or drop --kbit-prepare)");
     return;
   }
   const std::string name = model::weight_format_name(*c.format);

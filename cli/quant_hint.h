@@ -3,7 +3,6 @@
 #pragma once
 #include <string>
 
-#include "simulator/lengths_sim.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {

@@ -57,6 +57,16 @@ void refuse_several_processes(const std::vector<calib::Measurement>& rows, const
                        "rows)");
 }
 
+void require_rows_of_profile(const std::vector<calib::Measurement>& rows, const hw::Profile& profile,
+                             const std::string& command) {
+  for (const calib::Measurement& m : rows)
+    if (!m.device.empty() && !hw::same_device_model(profile, identity(m)))
+      throw InputError("the run " + calib::run_label(m) + " ran on " + m.device + ", but the profile (" +
+                       profile.source_text_name + ") describes the " + profile.hw.display_name + ": `lorasim " + command +
+                       "` puts runs in place of that device's predictions, so give the runs of the " +
+                       profile.hw.display_name + ", or the profile of " + m.device);
+}
+
 hw::Profile profile_for_rows(const std::vector<calib::Measurement>& rows, const HardwareArgs& args,
                              const RowDeviceOptions& options) {
   const calib::Measurement* dev = device_row(rows);

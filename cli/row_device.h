@@ -24,6 +24,12 @@ struct RowDeviceOptions {
 /// `processes` GPUs instead).
 void refuse_several_processes(const std::vector<calib::Measurement>& rows, const std::string& command);
 
+/// Throws InputError unless every row that names a device ran on the device `profile`
+/// describes (`command`: "recommend --measured", for the message): rows that replace a profile's
+/// predictions must be of its device, as validate and fit require.
+void require_rows_of_profile(const std::vector<calib::Measurement>& rows, const hw::Profile& profile,
+                             const std::string& command);
+
 /// The profile for `rows`: --gpu/--profile when given (refused for rows of another device unless
 /// allow_mismatch); else the embedded profile of the rows' device; else, for rows that name no
 /// device (files written before the column), --gpu's default. Throws InputError for rows of

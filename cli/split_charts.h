@@ -6,7 +6,6 @@
 
 #include "calibrate/compare.h"
 #include "hwprofiles/profile.h"
-#include "simulator/lengths_sim.h"
 #include "simulator/plot_svg.h"
 #include "simulator/simulate.h"
 

@@ -39,7 +39,7 @@ void add_trainer_option(OptionTable& t, WorkloadArgs& a) {
 const TrainerPreset& trainer_preset(const std::string& name) {
   for (const TrainerPreset& p : kPresets)
     if (name == p.name) return p;
-  throw InputError("--trainer must be sft, trainer or loop, got '" + name + "'");
+  throw InputError("--trainer must be sft, trainer or loop, got " + quoted_excerpt(name));
 }
 
 WorkloadArgs with_trainer_preset(WorkloadArgs a) {

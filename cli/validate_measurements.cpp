@@ -13,8 +13,6 @@
 #include "cli/format.h"
 #include "cli/split_charts.h"
 #include "model/error.h"
-#include "simulator/lengths_sim.h"
-#include "simulator/measured_lengths.h"
 #include "simulator/simulate.h"
 
 namespace lorasim::cli {

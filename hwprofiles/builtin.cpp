@@ -62,12 +62,12 @@ std::string canonical_builtin_name(const std::string& name) {
   for (const auto& n : names)
     if (!wanted.empty() && n.rfind(wanted, 0) == 0) extensions.push_back(n);
   if (extensions.size() > 1)
-    throw InputError("GPU '" + name + "' is ambiguous: did you mean " +
+    throw InputError("GPU " + quoted_excerpt(name) + " is ambiguous: did you mean " +
                      quoted_list(extensions, " or ") + "?", "gpu");
   const std::string guess = nearest_name(wanted, names);
   if (!guess.empty())
-    throw InputError("unknown GPU '" + name + "', did you mean '" + guess + "'?", "gpu");
-  throw InputError("unknown GPU '" + name + "'; built-in profiles are " +
+    throw InputError("unknown GPU " + quoted_excerpt(name) + ", did you mean '" + guess + "'?", "gpu");
+  throw InputError("unknown GPU " + quoted_excerpt(name) + "; built-in profiles are " +
                    quoted_list(names, " and "), "gpu");
 }
 

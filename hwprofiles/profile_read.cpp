@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "hwprofiles/profile_schema.h"
+#include "model/bounded_read.h"
 #include "model/error.h"
 #include "model/workload.h"
 
@@ -79,7 +80,7 @@ class Reader {
     for (auto&& [key, node] : t) {
       const std::string k(key.str());
       if (std::find(known.begin(), known.end(), k) != known.end()) continue;
-      std::string msg = "unknown key " + key_path(section, k);
+      std::string msg = "unknown key " + excerpt(key_path(section, k), 120);
       const std::string guess = nearest_name(k, known);
       if (!guess.empty()) msg += " (did you mean " + guess + "?)";
       msg += "; see docs/profile-schema.md for the keys of " +
@@ -190,7 +191,7 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
   } catch (const toml::parse_error& e) {
     const auto& pos = e.source().begin;
     throw ConfigError(source_name + ":" + std::to_string(pos.line) + ":" +
-                      std::to_string(pos.column) + ": " + std::string(e.description()));
+                      std::to_string(pos.column) + ": " + excerpt(std::string(e.description())));
   }
 
   Reader r(source_name);
@@ -298,15 +299,14 @@ Profile load_profile_file(const std::string& path) {
   if (!in) {
     throw ConfigError("cannot read profile '" + path + "': " + std::strerror(errno), "profile");
   }
-  std::ostringstream text;
-  text << in.rdbuf();  // fails on an empty file as on a directory, which opens but does not read
   std::error_code ec;
-  if (in.bad() || (text.str().empty() && !std::filesystem::is_regular_file(path, ec)))
-    throw ConfigError("cannot read profile '" + path + "': not a readable file");
-  if (text.str().empty())
+  // A directory opens but does not read.
+  if (std::filesystem::is_directory(path, ec)) throw ConfigError("cannot read profile '" + path + "': not a readable file");
+  const std::string text = model::read_bounded(in, path, "a profile");
+  if (text.empty())
     throw ConfigError("profile '" + path + "' is empty (a profile starts with `schema_version = " +
                       std::to_string(kSchemaVersion) + "`; see docs/profile-schema.md)");
-  return parse_profile(text.str(), path);
+  return parse_profile(text, path);
 }
 
 }  // namespace lorasim::hw

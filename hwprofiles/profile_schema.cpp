@@ -132,14 +132,13 @@ void check_ranges(const Profile& p, const Locator& where) {
     const double v = f.of(hw);
     const std::string path = key_path(f.section, f.key);
     const std::string got = " (got " + format_double(v) + ")";
-    // Written as negations so that NaN fails every test.
-    if (!std::isfinite(v)) fail(where, path, "must be a finite number" + got);
+    // Written as negations so that NaN fails every test, with the range's own message: nan and
+    // 4.9e-324 are out of a rate's range alike. Infinity passes the one-sided ranges.
     switch (f.range) {
       case Range::positive:
         if (!(v > 0)) fail(where, path, "must be > 0" + got);
         break;
       case Range::rate:
-        if (!(v > 0)) fail(where, path, "must be > 0" + got);
         if (!(v >= model::kMinRate && v <= kMaxRate))
           fail(where, path, "must be a rate in [" + format_double(model::kMinRate) + ", " + format_double(kMaxRate) +
                                 "] (a rate outside it is a typo, not a device)" + got);
@@ -164,6 +163,7 @@ void check_ranges(const Profile& p, const Locator& where) {
           fail(where, path, "must be a fraction in [0, 10], e.g. 0.15 for 15%" + got);
         break;
     }
+    if (!std::isfinite(v)) fail(where, path, "must be a finite number" + got);
   }
   if (p.hw.interconnect) {
     const model::Interconnect& ic = *p.hw.interconnect;

@@ -166,7 +166,7 @@ const Architecture& preset(const std::string& name) {
     if (a.name == name) return a;
     names.push_back(a.name);
   }
-  std::string msg = "unknown model '" + name + "'";
+  std::string msg = "unknown model " + quoted_excerpt(name);
   const std::string near = nearest_name(name, names);
   if (!near.empty()) msg += ", did you mean '" + near + "'?";
   throw InputError(msg, "model");

@@ -218,6 +218,11 @@ std::vector<Coefficient> coefficient_rows() {
       row("expected_memory_error", &K::expected_memory_error, Term::shape, nullptr,
           "typical relative peak-memory error", in("profile", 0.2, Range::relative_error, never),
           in(kHf, 0.05, nn, never)),
+      // A prior's device term (model::PriorErrors::memory_bytes): what a GPU's kernels and
+      // libraries hold beyond the count, which no datasheet gives; 0 where a profile predates it.
+      row("expected_memory_error_bytes", nullptr, Term::shape, nullptr,
+          "a prior's unknown device memory, added whole to the worst case (bytes)",
+          in("profile", 0, b, never, true), fixed(0)),
       // The step-time range (StepTime::low_s/high_s): priors, never fitted. The H200's host speed
       // moved 18.5% at most (rms 7.3%) between processes of one lease and its fitted host cost
       // per operator 22% between leases (docs/cost-model.md, "Range"). The runner's profile has
@@ -228,11 +233,18 @@ std::vector<Coefficient> coefficient_rows() {
       row("device_spread", &K::device_spread, Term::shape, nullptr,
           "relative deviation of the device's time from the prediction (a prior, not fitted)",
           same_as("expected_time_error"), in(kHf, 0.10, Range::fraction, never)),
-      // The allocator slack a stack's calibration cannot pin down; the runner runs with
-      // expandable segments and has none.
+      // What a measured peak exceeded its count by, as a share of the variable memory (reserved
+      // less the exactly counted weights, adapters, gradients and optimizer state): the worst case
+      // that decides `fits` (docs/cost-model.md, "Worst case"). The hf-peft share bounds every
+      // held-out H200 row (bench/results/worst-case.md); the runner's is its expected memory error.
       row("worst_case_margin", &K::worst_case_margin, Term::shape, nullptr,
-          "share of the reserved peak the worst case adds: the stack's expected memory error", fixed(0),
-          same_as("expected_memory_error")),
+          "share of the variable memory (reserved less the static weights and optimizer state) the worst case adds",
+          same_as("expected_memory_error"), in(kHf, 0.10, Range::share, never, true)),
+      // Where the variable memory is small (micro-batch 1 at short lengths) the excess was a few
+      // blocks whatever the size: library workspaces, the allocator's rounding.
+      row("worst_case_bytes", &K::worst_case_bytes, Term::shape, nullptr,
+          "bytes the worst case adds whatever the micro-batch (workspaces and blocks the count does not see)",
+          fixed(0), in(kHf, 268435456.0, b, never, true)),
       // Data of many lengths. Measured on the H200 with Transformers/TRL (bench/results/
       // lengths-accuracy.md says on which rows and how); the runner has not been measured, so
       // its entries are 0 -- it runs with expandable segments, whose share was small there.

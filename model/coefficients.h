@@ -72,7 +72,8 @@ struct Coefficients {
   double context_bytes = 0;
   double expected_time_error = 0.5, expected_memory_error = 0.2;
   double host_spread = 0, device_spread = 0;  ///< the step-time range's relative deviations
-  double worst_case_margin = 0;               ///< share of the reserved peak the worst case adds
+  double worst_case_margin = 0;               ///< share of the variable memory the worst case adds
+  double worst_case_bytes = 0;                ///< bytes the worst case adds whatever the micro-batch
   /// Data of many lengths (simulator/lengths_sim.h): seconds a micro-batch of a shape new to the
   /// process adds, and the caching allocator's extra hold under varying shapes as a share of the
   /// worst micro-batch's activations, expected and bound, for each allocator; and what the

@@ -114,8 +114,16 @@ MemoryEstimate peak_memory(const Features& f, const StackModel& m) {
   double reserved = sum_terms(Term::reserved, at_peak, c);
   reserved += sum_terms(Term::reserved_slack, at_peak, c);  // a stack's slack; 0 for the runner
   e.peak_reserved_bytes = std::max(e.peak_allocated_bytes, reserved);
+  // The worst case is what a measured peak was seen to exceed its count by, term by term: the
+  // static weights and optimizer state are counted exactly; the rest (activations, transients,
+  // the allocator's slack) may be off by the stack's measured share; a prior adds the device's
+  // unknown bytes whole. No extra logits tensor: a cached block the allocator cannot reuse is
+  // released and the allocation retried before an out-of-memory is reported, so at the memory
+  // limit it costs nothing (docs/cost-model.md, "Worst case").
   const double margin = std::max({c.worst_case_margin, m.prior.memory, f.family_memory_error});
-  e.worst_reserved_bytes = e.peak_reserved_bytes * (1 + margin) + f.logits_buffer_bytes;
+  e.variable_bytes = std::max(0.0, e.peak_reserved_bytes - f.static_bytes);
+  e.worst_reserved_bytes =
+      e.peak_reserved_bytes + margin * e.variable_bytes + c.worst_case_bytes + m.prior.memory_bytes;
   return e;
 }
 

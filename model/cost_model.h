@@ -60,9 +60,12 @@ struct StepTime {
 struct MemoryEstimate {
   double peak_allocated_bytes = 0;  ///< tensors alive at the peak
   double peak_reserved_bytes = 0;   ///< what the caching allocator holds from the device
-  /// Reserved plus the slack a fresh process sometimes shows: the caching allocator keeps
-  /// one logits-sized block it cannot reuse, and a stack's worst_case_margin
-  /// (docs/cost-model.md, "Worst case"). What the simulator checks against the memory limit.
+  /// Reserved less the exactly counted static part (weights, adapters, gradients, optimizer
+  /// state): what the count can get wrong.
+  double variable_bytes = 0;
+  /// Reserved plus the stack's worst_case_margin of the variable part and a prior's unknown
+  /// device bytes (docs/cost-model.md, "Worst case"). What the simulator checks against the
+  /// memory limit.
   double worst_reserved_bytes = 0;
 };
 

@@ -66,18 +66,20 @@ double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int
   const int64_t reps = std::clamp<int64_t>(kDrawBudget / std::max<int64_t>(1, drawn * b), 1, kMaxRepetitions);
   std::mt19937_64 rng(seed);
   std::vector<int32_t> order = sorted;
+  std::vector<std::pair<int64_t, int64_t>> grouped;  // every epoch's groups, in sorted order
+  for (int64_t g = 0; group_by_length && g < per_epoch; ++g) {
+    const int64_t lo = g * b, rows = std::min(b, n - lo);
+    grouped.push_back(shape_of(sorted.data() + lo, rows, padding, d.max_length_tokens()));
+  }
   double total = 0;
   for (int64_t rep = 0; rep < reps; ++rep) {
-    std::vector<std::pair<int64_t, int64_t>> seen;
+    std::vector<std::pair<int64_t, int64_t>> seen;  // distinct, ascending: a run meets few shapes many times
     int64_t done = 0;
     while (done < drawn) {
       std::vector<std::pair<int64_t, int64_t>> epoch;  // this epoch's micro-batch shapes, in order
       if (group_by_length) {
         // The sorted data cut into groups of b, the groups in random order.
-        for (int64_t g = 0; g < per_epoch; ++g) {
-          const int64_t lo = g * b, rows = std::min(b, n - lo);
-          epoch.push_back(shape_of(sorted.data() + lo, rows, padding, d.max_length_tokens()));
-        }
+        epoch = grouped;
         shuffle_first(epoch, per_epoch, rng);
       } else {
         shuffle_first(order, std::min(n, (drawn - done) * b), rng);
@@ -88,12 +90,12 @@ double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int
       }
       for (const auto& s : epoch) {
         if (done == drawn) break;
-        seen.push_back(s);
+        const auto at = std::lower_bound(seen.begin(), seen.end(), s);
+        if (at == seen.end() || *at != s) seen.insert(at, s);
         ++done;
       }
     }
-    std::sort(seen.begin(), seen.end());
-    total += static_cast<double>(std::unique(seen.begin(), seen.end()) - seen.begin());
+    total += static_cast<double>(seen.size());
   }
   const double mean = total / static_cast<double>(reps);
   if (drawn == micro_batches) return mean;

@@ -1,4 +1,5 @@
-// Spelling suggestions for unknown names ("did you mean ...?").
+// Quoting the input at fault in a message, and spelling suggestions for unknown names
+// ("did you mean ...?").
 #include "model/error.h"
 
 #include <algorithm>
@@ -28,10 +29,50 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+namespace {
+
+// `text`'s first `max_bytes`, each byte `escape` picks as \xNN.
+template <class Escape>
+std::string escaped(const std::string& text, size_t max_bytes, Escape escape) {
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  const size_t shown = std::min(text.size(), max_bytes);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (escape(c)) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string quoted_excerpt(const std::string& text, size_t max_bytes) {
+  // Bytes above 0x7e too: a binary file's bytes are not text to print.
+  const std::string body =
+      escaped(text, max_bytes, [](unsigned char c) { return c < 0x20 || c > 0x7e || c == '\'' || c == '\\'; });
+  if (text.size() <= max_bytes) return "'" + body + "'";
+  return "'" + body + "...' (" + std::to_string(text.size()) + " bytes)";
+}
+
+std::string excerpt(const std::string& text, size_t max_bytes) {
+  // UTF-8 stays: the libraries' own messages may hold it.
+  const std::string body = escaped(text, max_bytes, [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+  return text.size() <= max_bytes ? body : body + "...";
+}
+
 std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  // No name is this long; a megabyte of input must not cost megabytes squared of work.
+  if (name.size() > 256) return "";
   const std::string needle = lower(name);
   std::string best;
   size_t best_d = std::string::npos;
+  const size_t most = std::max<size_t>(2, needle.size() / 3);  // the most characters that may differ
   for (const auto& c : candidates) {
     const std::string hay = lower(c);
     // A candidate that contains the query (or vice versa) is a strong hint: "h100" -> "h100-sxm".
@@ -44,7 +85,7 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
     }
   }
   // Suggest only when at most about a third of the characters differ.
-  if (best_d == std::string::npos || best_d > std::max<size_t>(2, needle.size() / 3)) return "";
+  if (best_d == std::string::npos || best_d > most) return "";
   return best;
 }
 

@@ -2,6 +2,7 @@
 // exit code; libraries never exit() or assert on user input.
 #pragma once
 #include <stdexcept>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,16 @@ class CalibrationError : public Error {
  public:
   using Error::Error;
 };
+
+/// `text` as a message quotes it: in single quotes, at most `max_bytes` of it (then "..." and
+/// its size), control bytes, quotes and bytes above 0x7e escaped as \xNN. A message holding
+/// the input whole could be megabytes long, raw control bytes would drive the terminal, and a
+/// NUL would cut the message where what() stops.
+std::string quoted_excerpt(const std::string& text, size_t max_bytes = 48);
+
+/// Another library's message (a JSON or TOML parser's, which may quote the input it read) as
+/// lorasim prints it: at most `max_bytes`, control bytes escaped as \xNN, "..." where cut.
+std::string excerpt(const std::string& text, size_t max_bytes = 240);
 
 /// Returns the candidate nearest to `name` by edit distance, or "" if none is close.
 std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates);

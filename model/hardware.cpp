@@ -20,7 +20,7 @@ Link parse_link(const std::string& text) {
   if (text == "nvlink") return Link::nvlink;
   if (text == "pcie") return Link::pcie;
   if (text == "gloo-cpu") return Link::gloo_cpu;
-  throw InputError("unknown link '" + text + "': expected nvlink or pcie", "link");
+  throw InputError("unknown link " + quoted_excerpt(text) + ": expected nvlink or pcie", "link");
 }
 
 bool operator==(const Interconnect& a, const Interconnect& b) {
@@ -85,7 +85,7 @@ void require_attention_support(const HardwareModel& hw, AttnImpl attn) {
 
 PriorErrors prior_errors(const HardwareModel& hw, StackKind stack) {
   if (hw.calibrated || hw.origin(stack).calibrated) return {};
-  return {hw.value("expected_time_error"), hw.value("expected_memory_error")};
+  return {hw.value("expected_time_error"), hw.value("expected_memory_error"), hw.value("expected_memory_error_bytes")};
 }
 
 Coefficients resolve(const HardwareModel& hw, StackKind stack) {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-#include <sstream>
 
+#include "model/bounded_read.h"
 #include "model/checked.h"
 #include "model/error.h"
 
@@ -35,24 +35,24 @@ int64_t get_int(const json& j, const char* key, const std::string& src, std::opt
     throw ConfigError(src + ": missing key \"" + key + "\" (a Llama/Qwen/Mistral config.json has it)");
   }
   if (!it->is_number_integer() && !it->is_number_unsigned())
-    throw ConfigError(src + ": \"" + key + "\" must be an integer, got " + it->dump());
+    throw ConfigError(src + ": \"" + key + "\" must be an integer, got " + excerpt(it->dump(), 64));
   // Above INT64_MAX the conversion would wrap to a negative number and blame the sign.
   if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-    throw ConfigError(src + ": \"" + key + "\" is too large, got " + it->dump());
+    throw ConfigError(src + ": \"" + key + "\" is too large, got " + excerpt(it->dump(), 64));
   return it->get<int64_t>();
 }
 
 double get_double(const json& j, const char* key, const std::string& src, double fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_number()) throw ConfigError(src + ": \"" + key + "\" must be a number, got " + it->dump());
+  if (!it->is_number()) throw ConfigError(src + ": \"" + key + "\" must be a number, got " + excerpt(it->dump(), 64));
   return it->get<double>();
 }
 
 bool get_bool(const json& j, const char* key, const std::string& src, bool fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw ConfigError(src + ": \"" + key + "\" must be true or false, got " + it->dump());
+  if (!it->is_boolean()) throw ConfigError(src + ": \"" + key + "\" must be true or false, got " + excerpt(it->dump(), 64));
   return it->get<bool>();
 }
 
@@ -66,7 +66,7 @@ double get_optional_number(const json& j, const char* key, const std::string& sr
   if (it == j.end()) return fallback;
   if (it->is_null()) return 0;
   if (!it->is_number() || !(it->get<double>() > 0))
-    throw ConfigError(src + ": \"" + key + "\" must be a positive number or null, got " + it->dump());
+    throw ConfigError(src + ": \"" + key + "\" must be a positive number or null, got " + excerpt(it->dump(), 64));
   return it->get<double>();
 }
 
@@ -77,14 +77,14 @@ int64_t get_window(const json& j, const std::string& src, int64_t fallback) {
   if (it->is_null()) return 0;
   const int64_t w = get_int(j, "sliding_window", src);
   if (w <= 0) throw ConfigError(src + ": \"sliding_window\" must be a positive number of tokens or null, got " +
-                                it->dump());
+                                excerpt(it->dump(), 64));
   return w;
 }
 
 // Dropout the counts leave out must be off (0, as every published config has it).
 void require_no_dropout(const json& j, const char* key, const std::string& src) {
   if (get_double(j, key, src, 0.0) != 0.0)
-    throw ConfigError(src + ": \"" + key + "\" is " + j[key].dump() +
+    throw ConfigError(src + ": \"" + key + "\" is " + excerpt(j[key].dump(), 64) +
                       ": lorasim counts these models without dropout in the decoder (set it to 0.0)");
 }
 
@@ -106,7 +106,7 @@ std::vector<bool> read_local_layers(const json& j, int64_t layers, int64_t patte
     const json& t = (*it)[i];
     if (t == "sliding_attention") local[i] = true;
     else if (t != "full_attention")
-      throw ConfigError(src + ": \"layer_types\"[" + std::to_string(i) + "] is " + t.dump() +
+      throw ConfigError(src + ": \"layer_types\"[" + std::to_string(i) + "] is " + excerpt(t.dump(), 64) +
                         ": expected \"sliding_attention\" or \"full_attention\"");
   }
   return local;
@@ -177,14 +177,16 @@ void read_family_fields(const json& j, const std::string& type, Architecture& a,
 }  // namespace
 
 Architecture parse_hf_config(const std::string& text, const std::string& source) {
+  // Before the parser: a message quoting a value dumps it recursively.
+  if (const std::string deep = json_too_deep(text); !deep.empty()) throw ConfigError(source + ": " + deep);
   json j;
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw ConfigError(source + ":" + std::to_string(line_of(text, e.byte == 0 ? 0 : e.byte - 1)) +
-                      ": malformed JSON: " + e.what());
+                      ": malformed JSON: " + excerpt(e.what()));
   } catch (const json::exception& e) {  // out_of_range: a number beyond double ("1e999")
-    throw ConfigError(source + ": malformed JSON: " + e.what());
+    throw ConfigError(source + ": malformed JSON: " + excerpt(e.what()));
   }
   if (!j.is_object()) throw ConfigError(source + ": expected a JSON object at the top level");
   // Some configs nest the language model (multimodal wrappers); use it when present. Gemma 3's
@@ -203,12 +205,12 @@ Architecture parse_hf_config(const std::string& text, const std::string& source)
   auto type_it = j.find("model_type");
   const bool has_type = type_it != j.end() && !type_it->is_null();
   if (has_type && !type_it->is_string())
-    throw ConfigError(source + ": \"model_type\" must be a string, got " + type_it->dump());
+    throw ConfigError(source + ": \"model_type\" must be a string, got " + excerpt(type_it->dump(), 64));
   const std::string type = has_type ? type_it->get<std::string>() : std::string();
   const bool family = is_gemma(type) || type == "phi3";
   if (!type.empty() && !family && type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3")
-    throw ConfigError(source + ": model_type \"" + type +
-                      "\" is not supported: lorasim models llama, mistral, qwen2, qwen3, gemma2, gemma3 "
+    throw ConfigError(source + ": model_type " + excerpt(type_it->dump(), 64) +
+                      " is not supported: lorasim models llama, mistral, qwen2, qwen3, gemma2, gemma3 "
                       "(gemma3_text) and phi3 (dense decoder-only) architectures");
   // Gemma and Phi-3 configs may leave fields to their config class's defaults; the others must
   // state them.
@@ -248,7 +250,7 @@ Architecture parse_hf_config(const std::string& text, const std::string& source)
   return a;
 }
 
-Architecture load_hf_config(const std::string& path) {
+std::string read_hf_config_text(const std::string& path) {
   // A directory opens and reads as empty text, which the parser calls malformed JSON.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -259,9 +261,9 @@ Architecture load_hf_config(const std::string& path) {
   }
   std::ifstream in(path);
   if (!in) throw ConfigError("cannot read model config '" + path + "': " + std::strerror(errno), "model_config");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_hf_config(ss.str(), path);
+  return read_bounded(in, path, "a config.json");
 }
+
+Architecture load_hf_config(const std::string& path) { return parse_hf_config(read_hf_config_text(path), path); }
 
 }  // namespace lorasim::model

@@ -11,7 +11,13 @@ namespace lorasim::model {
 /// model_type.
 Architecture parse_hf_config(const std::string& text, const std::string& source);
 
-/// Reads and parses the file at `path`.
+/// The text of the config.json at `path`, read once and at most kMaxDocumentBytes
+/// (model/bounded_read.h): a command reads both the architecture and the quantization_config
+/// from it, and a pipe (`--model-config <(cat config.json)`) can be read only once.
+/// Throws ConfigError for a directory, an unreadable file or one beyond the bound.
+std::string read_hf_config_text(const std::string& path);
+
+/// Reads (read_hf_config_text) and parses the file at `path`.
 Architecture load_hf_config(const std::string& path);
 
 }  // namespace lorasim::model

@@ -182,10 +182,10 @@ Padding parse_padding(const std::string& text) {
         !n.empty() && n.size() <= 18 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
     const int64_t tokens = digits ? std::stoll(n) : 0;
     if (tokens <= 0)
-      throw InputError("padding '" + text + "': the multiple must be a positive whole number of tokens");
+      throw InputError("padding " + quoted_excerpt(text) + ": the multiple must be a positive whole number of tokens");
     return Padding::multiple_of(tokens);
   }
-  throw InputError("unknown padding '" + text + "': allowed are longest, multiple:N, max_length, packed, padding-free");
+  throw InputError("unknown padding " + quoted_excerpt(text) + ": allowed are longest, multiple:N, max_length, packed, padding-free");
 }
 
 void validate_padding(const Padding& p) {

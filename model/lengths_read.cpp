@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "model/bounded_read.h"
 #include "model/checked.h"
 #include "model/error.h"
 #include "model/lengths.h"
@@ -48,9 +49,9 @@ class Reader {
     int64_t v = 0;
     const char* end = cell.data() + cell.size();
     const auto [ptr, ec] = std::from_chars(cell.data(), end, v);
-    if (ec == std::errc::result_out_of_range) fail(std::string(what) + " '" + cell + "' is beyond a 64-bit count");
+    if (ec == std::errc::result_out_of_range) fail(std::string(what) + " " + quoted_excerpt(cell) + " is beyond a 64-bit count");
     if (cell.empty() || ec != std::errc() || ptr != end)
-      fail(std::string("expected a whole number as the ") + what + ", got '" + cell + "'");
+      fail(std::string("expected a whole number as the ") + what + ", got " + quoted_excerpt(cell));
     return v;
   }
 
@@ -71,19 +72,19 @@ class Reader {
       started_ = true;
       if (cells.size() == 2) {
         if (lower(cells[0]) != "length" || lower(cells[1]) != "count")
-          fail("a histogram needs the header 'length,count' on its first line, got '" + text + "'");
+          fail("a histogram needs the header 'length,count' on its first line, got " + quoted_excerpt(text));
         histogram_ = true;
         return;
       }
       if (cells.size() == 1 && lower(cells[0]) == "length") return;  // a one-column header
     }
     if (histogram_) {
-      if (cells.size() != 2) fail("expected 'length,count', got '" + text + "'");
+      if (cells.size() != 2) fail("expected 'length,count', got " + quoted_excerpt(text));
       add(number(cells[0], "token length"), number(cells[1], "count"));
     } else {
       if (cells.size() != 1)
-        fail("expected one token length per line, got '" + text +
-             "' (a histogram needs the header 'length,count' on its first line)");
+        fail("expected one token length per line, got " + quoted_excerpt(text) +
+             " (a histogram needs the header 'length,count' on its first line)");
       add(number(cells[0], "token length"), 1);
     }
   }
@@ -112,9 +113,10 @@ class Reader {
 
 LengthDistribution parse_lengths(std::istream& in, const std::string& source) {
   Reader r(source);
+  LineReader lines(in, source);  // streamed: a file of any length holds only its bins
   std::string text;
-  while (std::getline(in, text)) {
-    ++r.line_;
+  while (lines.next(text)) {
+    r.line_ = lines.line_number();
     if (r.line_ == 1 && text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
     const size_t hash = text.find('#');
     if (hash != std::string::npos) text.erase(hash);

@@ -65,8 +65,8 @@ std::vector<Target> parse_targets(const std::string& text) {
       }
     }
     if (!found)
-      throw InputError("unknown LoRA target '" + item +
-                       "': allowed are q, k, v, o, gate, up, down (or q_proj, ...), Phi-3's qkv_proj and "
+      throw InputError("unknown LoRA target " + quoted_excerpt(item) +
+                       ": allowed are q, k, v, o, gate, up, down (or q_proj, ...), Phi-3's qkv_proj and "
                        "gate_up_proj, or all");
   }
   if (!any) throw InputError("the LoRA targets are empty: name at least one of q,k,v,o,gate,up,down", "lora_targets");

@@ -53,14 +53,18 @@ std::map<int64_t, double> padding_free_shapes(const LengthDistribution& d, int64
 
 /// group_by_length: the data sorted and cut into groups of b, each padded to its longest.
 std::map<int64_t, double> grouped_shapes(const LengthDistribution& d, const Padding& padding, int64_t b) {
+  // Per bin, not per group: a count of 1e10 sequences makes billions of groups.
   std::map<int64_t, double> p;
   const int64_t n = d.sequences(), groups = (n + b - 1) / b;
-  size_t bin = 0;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t rank = std::min((g + 1) * b, n);  // the group's last (longest) sequence
-    while (d.cumulative_count(bin) < rank) ++bin;
-    const int64_t width = padded_length_tokens(padding, d.bins()[bin].length_tokens, d.max_length_tokens());
-    p[width] += 1.0 / static_cast<double>(groups);
+  int64_t before = 0;  // groups whose last (longest) sequence lies in an earlier bin
+  for (size_t i = 0; i < d.bins().size(); ++i) {
+    // Group g ends at rank min((g + 1) b, n): the full groups ending in this bin, and the last,
+    // partial group, which ends at rank n, in the last bin.
+    const int64_t ending = i + 1 == d.bins().size() ? groups : d.cumulative_count(i) / b;
+    if (ending == before) continue;
+    const int64_t width = padded_length_tokens(padding, d.bins()[i].length_tokens, d.max_length_tokens());
+    p[width] += static_cast<double>(ending - before) / static_cast<double>(groups);
+    before = ending;
   }
   return p;
 }

@@ -37,14 +37,14 @@ const char* allocator_name(AllocatorMode a) {
 StackKind parse_stack(const std::string& text) {
   if (text == "hf-peft" || text == "hf") return StackKind::hf_peft;
   if (text == "lorasim") return StackKind::lorasim;
-  throw InputError("unknown stack '" + text + "': allowed are hf-peft (Transformers/TRL + PEFT) and lorasim");
+  throw InputError("unknown stack " + quoted_excerpt(text) + ": allowed are hf-peft (Transformers/TRL + PEFT) and lorasim");
 }
 
 AttnImpl parse_attn_impl(const std::string& text) {
   if (text == "sdpa") return AttnImpl::sdpa;
   if (text == "eager") return AttnImpl::eager;
   if (text == "flash_attention_2" || text == "flash-attention-2") return AttnImpl::flash_attention_2;
-  throw InputError("unknown attention implementation '" + text + "': allowed are sdpa, eager, flash_attention_2");
+  throw InputError("unknown attention implementation " + quoted_excerpt(text) + ": allowed are sdpa, eager, flash_attention_2");
 }
 
 AllocatorMode parse_allocator(const std::string& text) {

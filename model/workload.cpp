@@ -70,7 +70,7 @@ Precision parse_precision(const std::string& text) {
   if (text == "bf16" || text == "bfloat16") return Precision::bf16;
   if (text == "fp16" || text == "float16" || text == "half") return Precision::fp16;
   if (text == "fp32" || text == "float32" || text == "float") return Precision::fp32;
-  throw InputError("unknown precision '" + text + "': allowed are bf16, fp16, fp32");
+  throw InputError("unknown precision " + quoted_excerpt(text) + ": allowed are bf16, fp16, fp32");
 }
 
 int64_t bytes_per_element(Precision p) { return p == Precision::fp32 ? 4 : 2; }
@@ -91,7 +91,7 @@ WeightFormat parse_weight_format(const std::string& text) {
   for (WeightFormat f : {WeightFormat::bf16, WeightFormat::fp16, WeightFormat::fp32, WeightFormat::int8,
                          WeightFormat::nf4, WeightFormat::fp4})
     if (text == weight_format_name(f)) return f;
-  throw invalid("weight_format", "unknown weight format '" + text + "': allowed are bf16, fp16, fp32, int8, nf4, fp4");
+  throw invalid("weight_format", "unknown weight format " + quoted_excerpt(text) + ": allowed are bf16, fp16, fp32, int8, nf4, fp4");
 }
 
 int64_t TrainingSpec::adapter_element_bytes() const {
@@ -155,6 +155,10 @@ void Workload::validate() const {
     throw invalid("padding", e.what());
   }
   check_weight_format(train);
+  // FlashAttention 2 has kernels for fp16 and bf16 only: Transformers refuses an fp32 model.
+  if (stack.attn_impl == AttnImpl::flash_attention_2 && train.precision == Precision::fp32)
+    throw invalid("attn_impl", "flash_attention_2 runs in fp16 or bf16 only, not fp32: train in bf16 or fp16, or "
+                               "use sdpa or eager attention");
   if (train.kbit_prepared() && !train.grad_ckpt)
     throw invalid("grad_ckpt", "prepare_model_for_kbit_training turns gradient checkpointing on: a prepared " +
                                    std::string(weight_format_name(train.weight_storage())) +

@@ -6,7 +6,7 @@
 
 #include "model/analytics.h"
 #include "model/error.h"
-#include "simulator/simulate.h"
+#include "simulator/splits.h"
 
 namespace lorasim::sim {
 

@@ -7,6 +7,7 @@
 
 #include "model/hardware.h"
 #include "model/workload.h"
+#include "simulator/result.h"
 
 namespace lorasim::sim {
 
@@ -46,16 +47,6 @@ double exposed_allreduce_s(double bytes, int64_t gpus, const model::Interconnect
 /// backward computes input gradients only (one pass of the frozen matmuls, as the forward), and
 /// recomputes the forward under gradient checkpointing: 1/2, or 2/3 with checkpointing.
 double backward_share(bool grad_ckpt);
-
-/// What data parallelism adds to a split of `w` on each GPU.
-struct DataParallelCost {
-  int64_t gpus = 1;
-  int64_t gradient_bytes = 0;       ///< trainable parameters x kAdapterGradientBytes
-  int64_t buckets = 0;
-  double allreduce_time_s = 0;      ///< the ring all-reduce of every bucket
-  double allreduce_exposed_s = 0;   ///< what the step waits for beyond the last backward
-  double bucket_memory_bytes = 0;   ///< DDP's buckets: a copy of the gradients on each GPU
-};
 
 /// For `gpus` = 1 every figure is 0. Throws InputError (quantity "gpus") for gpus < 1 or above
 /// kMaxGpus.

@@ -7,22 +7,13 @@
 
 #include "model/hardware.h"
 #include "model/workload.h"
+#include "simulator/result.h"
 
 namespace lorasim::sim {
 
 /// Decoder layers whose full weights a GPU holds at once: the unit running and the next, which
 /// FSDP's prefetch (forward_prefetch / BACKWARD_PRE) gathers while it runs.
 inline constexpr int64_t kFsdpLayersInFlight = 2;
-
-/// Per GPU, the static bytes under FULL_SHARD against the replicated ones.
-struct FsdpMemory {
-  double sharded_weights_bytes = 0;   ///< every frozen weight / N
-  double root_unit_bytes = 0;         ///< embeddings, LM head, final norm: the root unit, gathered for the whole step
-  double layers_in_flight_bytes = 0;  ///< kFsdpLayersInFlight layers' full frozen weights and adapters
-  double adapter_state_bytes = 0;     ///< adapters, their gradients and optimizer state / N
-  /// What a GPU's memory changes by against one GPU holding everything (negative: a saving).
-  double delta_bytes = 0;
-};
 
 /// A ring all-gather (or reduce-scatter) of a `bytes` message among `gpus`: latency x (N-1) +
 /// (N-1)/N x bytes / bandwidth, the profile's [interconnect] bus bandwidth; 0 for one GPU.

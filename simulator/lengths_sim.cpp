@@ -1,20 +1,14 @@
-// Splits of data of many lengths: a cost model per padded length, steps sampled from the
-// distribution of the micro-batches' padded lengths, the worst micro-batch for memory.
+// One GPU's steps over data of many lengths: the cost model's step per padded width, steps
+// sampled from the distribution of the micro-batches' widths, the worst micro-batch for memory.
 #include "simulator/lengths_sim.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <random>
+#include <unordered_map>
 
-#include "model/cost_model.h"
-#include "model/error.h"
-#include "model/lengths.h"
 #include "model/epoch_shapes.h"
-#include "model/training_stack.h"
-#include "simulator/lengths_dp.h"
-#include "simulator/padded_cost.h"
-#include "simulator/note_format.h"
+#include "model/new_shapes.h"
+#include "simulator/splits.h"
 
 namespace lorasim::sim {
 
@@ -41,6 +35,13 @@ class RowSampler {
       : d_(d), p_(p), b_(b), grouped_(grouped) {
     const int64_t n = d.sequences();
     groups_ = (n + b - 1) / b;
+  }
+  /// How many numbers of the generator one draw takes.
+  static int64_t generator_calls(const model::Padding& p, int64_t b) {
+    using model::PaddingMode;
+    if (p.mode == PaddingMode::max_length || p.mode == PaddingMode::packed) return 0;
+    if (p.mode == PaddingMode::padding_free) return b > kMaxDrawnSequences ? 0 : b;
+    return 1;
   }
   int64_t draw(std::mt19937_64& g) const {
     using model::PaddingMode;
@@ -88,15 +89,6 @@ class RowSampler {
   int64_t groups_ = 1;
 };
 
-/// Whether micro-batches of the data can take more than one shape.
-bool shapes_vary(const model::LengthDistribution& d, const model::Padding& p) {
-  using model::PaddingMode;
-  if (p.mode == PaddingMode::max_length || p.mode == PaddingMode::packed) return false;
-  if (p.mode == PaddingMode::padding_free) return !d.one_point();
-  return model::padded_length_tokens(p, d.shortest_tokens(), d.max_length_tokens()) !=
-         model::padded_length_tokens(p, d.longest_tokens(), d.max_length_tokens());
-}
-
 /// The row length of the worst micro-batch: its rows' padded length, or for padding-free its
 /// tokens spread over its b rows.
 int64_t worst_row_tokens(const model::WorstMicroBatch& w, const model::Padding& p, int64_t b) {
@@ -104,9 +96,22 @@ int64_t worst_row_tokens(const model::WorstMicroBatch& w, const model::Padding& 
   return (w.padded_tokens + b - 1) / b;
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+/// A micro-batch of b rows of one width, the first of its step and an accumulating one: the
+/// cost model's, computed once per width a split draws.
+struct WidthCost {
+  const model::CostModel* cost = nullptr;
+  model::MicroBatchTime first, accumulating;
+};
 
 }  // namespace
+
+bool shapes_vary(const model::LengthDistribution& d, const model::Padding& p) {
+  using model::PaddingMode;
+  if (p.mode == PaddingMode::max_length || p.mode == PaddingMode::packed) return false;
+  if (p.mode == PaddingMode::padding_free) return !d.one_point();
+  return model::padded_length_tokens(p, d.shortest_tokens(), d.max_length_tokens()) !=
+         model::padded_length_tokens(p, d.longest_tokens(), d.max_length_tokens());
+}
 
 double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound) {
   if (allocator == model::AllocatorMode::expandable)
@@ -133,178 +138,156 @@ void set_worst_micro_batch_memory(const model::Coefficients& c, model::Allocator
   }
 }
 
-void rank_by_epoch(LengthsResult& out) {
-  Result& res = out.result;
-  std::vector<size_t> order;
-  for (size_t i = 0; i < res.splits.size(); ++i) {
-    res.splits[i].rank = 0;
-    if (res.splits[i].fits) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return out.lengths[x].epoch_time_s < out.lengths[y].epoch_time_s; });
-  for (size_t k = 0; k < order.size(); ++k) res.splits[order[k]].rank = static_cast<int>(k + 1);
-  res.recommended.reset();
-  if (!order.empty()) res.recommended = order.front();
+LengthsSource::LengthsSource(const Request& r, const LengthsOptions& o, ShapeCounts& shapes)
+    : r_(r),
+      o_(o),
+      d_(r.workload.train.length_distribution()),
+      padding_(r.workload.train.padding),
+      costs_(r.workload, r.hardware),
+      shapes_(shapes) {
+  varying_ = shapes_vary(d_, padding_);
+  rows_per_epoch_ = model::rows_per_epoch(d_, padding_);
+  steps_per_epoch_ = (rows_per_epoch_ + r.effective_batch - 1) / r.effective_batch;
 }
 
-LengthsResult simulate_lengths(const Request& r, const LengthsOptions& o) {
-  if (o.sampled_steps < 1)
-    throw InputError("sampled steps must be at least 1, got " + std::to_string(o.sampled_steps));
-  // A row of padded micro-batches names its widths, not the distribution they came from: which
-  // split of this data it measured is not known yet.
-  if (!r.measured.empty())
-    throw InputError("measured splits replace predictions of fixed-length data only, not of data of many lengths",
-                     "measured");
-  if (r.gpus != 1 || r.fsdp) return simulate_lengths_data_parallel(r, o);
-  const model::LengthDistribution d = r.workload.train.length_distribution();
-  const model::Padding padding = r.workload.train.padding;
-  model::validate_padding(padding);
+LengthsSource::SampleSize LengthsSource::sample_size(int64_t b, int64_t a) const {
+  SampleSize n;
+  n.drawn = std::min(a, kMaxSampledMicroBatches);
+  n.per_micro_batch = padding_.mode == model::PaddingMode::padding_free && b <= kMaxDrawnSequences ? b : 1;
+  n.steps = std::min(o_.sampled_steps, std::max(kMinSampledSteps, kMaxDrawsPerSplit / (n.drawn * n.per_micro_batch)));
+  return n;
+}
 
-  // The fixed-length simulation at the maximum length validates the request (every micro-batch
-  // is at most that long) and gives the limit, the usable memory and the notes that do not
-  // depend on the splits' figures.
-  Request fixed = r;
-  fixed.workload.train.lengths.reset();
-  fixed.workload.train.padding = model::Padding{};
-  fixed.workload.train.seq_len =
-      model::padded_length_tokens(padding, d.max_length_tokens(), d.max_length_tokens());
-  LengthsResult out;
-  out.result = simulate(fixed);
-  Result& res = out.result;
-  std::vector<std::string> notes;
-  // The notes that rest on the splits' figures are made again below from the lengths' figures.
-  PaddedLengthCosts cache(r.workload, r.hardware);
-  const std::string host_bound_note = model::training_stack(r.workload.stack.kind)
-                                          .host_bound_note(percent(cache.at(1).model().c.host_spread));
-  for (const auto& n : res.notes)
-    if (!starts_with(n, "the recommended split is host-bound") && n != host_bound_note &&
-        !starts_with(n, "no split fits"))
-      notes.push_back(n);
+void LengthsSource::skip_draws(int64_t b, int64_t a, std::mt19937_64& rng) const {
+  const SampleSize n = sample_size(b, a);
+  rng.discard(static_cast<unsigned long long>(n.steps * n.drawn * RowSampler::generator_calls(padding_, b)));
+}
 
-  std::mt19937_64 rng(o.seed);
-  const bool varying = shapes_vary(d, padding);
-  const model::AllocatorMode allocator = r.workload.stack.allocator;
-  const model::Coefficients& coef = cache.at(1).model().c;
-  const double share = varying ? varying_shape_share(coef, allocator, false) : 0;
-  const double share_bound = varying ? varying_shape_share(coef, allocator, true) : 0;
-  const double static_bytes = cache.static_bytes();
-  out.rows_per_epoch = model::rows_per_epoch(d, padding);
-  const int64_t steps_per_epoch = (out.rows_per_epoch + r.effective_batch - 1) / r.effective_batch;
+double LengthsSource::later_shapes(int64_t b, int64_t micro_batches, bool independent) {
+  // The first shape is every run's warm-up, fixed lengths' too, which no step time counts; the
+  // others are what varying lengths add. A run draws the data without replacement, as a
+  // trainer's sampler does; `independent`: as independent draws (several GPUs' epoch shards).
+  const auto key = std::make_tuple(b, micro_batches, independent);
+  const auto it = shapes_.find(key);
+  if (it != shapes_.end()) return it->second;
+  const double n = independent ? model::expected_new_shapes(d_, padding_, b, micro_batches, o_.group_by_length)
+                               : model::epoch_new_shapes(d_, padding_, b, micro_batches, o_.group_by_length, o_.seed);
+  return shapes_[key] = std::max(0.0, n - 1);
+}
 
-  for (Split& s : res.splits) {
-    const int64_t b = s.micro_batch, a = s.accumulation;
-    const RowSampler sampler(d, padding, b, o.group_by_length);
-    const int64_t drawn = std::min(a, kMaxSampledMicroBatches);
-    const double rest_scale = drawn > 1 ? static_cast<double>(a - 1) / static_cast<double>(drawn - 1) : 0;
-    const int64_t per_micro_batch =
-        padding.mode == model::PaddingMode::padding_free && b <= kMaxDrawnSequences ? b : 1;
-    const int64_t steps = std::min(o.sampled_steps,
-                                   std::max(kMinSampledSteps, kMaxDrawsPerSplit / (drawn * per_micro_batch)));
-    const model::OptimizerTime& opt = cache.at(1).optimizer();
-    std::vector<double> totals;
-    totals.reserve(static_cast<size_t>(steps));
-    double sum_total = 0, sum_low = 0, sum_high = 0, sum_host = 0, sum_device = 0;
-    double mb_total = 0, mb_host = 0, mb_device = 0;
-    int64_t mb_count = 0;
-    for (int64_t k = 0; k < steps; ++k) {
-      double host = 0, device = 0, rest_host = 0, rest_device = 0;
-      const model::CostModel* last = nullptr;
-      for (int64_t i = 0; i < drawn; ++i) {
-        const model::CostModel& c = cache.at(sampler.draw(rng));
-        const model::MicroBatchTime t = c.micro_batch(b, i > 0);
-        (i == 0 ? host : rest_host) += t.host_s;
-        (i == 0 ? device : rest_device) += t.device_s;
-        if (i == 0) {
-          mb_total += t.total_s;
-          mb_host += t.host_s;
-          mb_device += t.device_s;
-          ++mb_count;
-        }
-        last = &c;
-      }
-      host += rest_scale * rest_host + opt.host_s;
-      device += rest_scale * rest_device + opt.device_s;
-      const model::StepTime st = last->step_of(host, device);
-      totals.push_back(st.total_s);
-      sum_total += st.total_s;
-      sum_low += st.low_s;
-      sum_high += st.high_s;
-      sum_host += host;
-      sum_device += device;
+Ladder LengthsSource::one_micro_batch_ladder(int64_t b, int64_t a) {
+  // One micro-batch padded to its longest, over the data's bins: P(the longest of b <= l_i) =
+  // F(l_i)^b. Empty where it does not apply (accumulation, other paddings, group_by_length) or
+  // where the step is not monotone in the length, so that the slowest GPU need not be the one
+  // with the longest micro-batch.
+  using model::PaddingMode;
+  if (a != 1 || o_.group_by_length || (padding_.mode != PaddingMode::longest && padding_.mode != PaddingMode::multiple))
+    return {};
+  const double n = static_cast<double>(d_.sequences());
+  Ladder l;
+  for (size_t i = 0; i < d_.bins().size(); ++i) {
+    const int64_t w = model::padded_length_tokens(padding_, d_.bins()[i].length_tokens, d_.max_length_tokens());
+    const double v = costs_.at(w).step(b, 1).total_s;
+    if (!l.values.empty() && v < l.values.back()) return {};
+    l.values.push_back(v);
+    l.cdf.push_back(std::pow(static_cast<double>(d_.cumulative_count(i)) / n, static_cast<double>(b)));
+  }
+  return l;
+}
+
+GpuStep LengthsSource::step(int64_t b, int64_t a, std::mt19937_64& rng) {
+  const RowSampler sampler(d_, padding_, b, o_.group_by_length);
+  const SampleSize size = sample_size(b, a);
+  const int64_t drawn = size.drawn, steps = size.steps;
+  const double rest_scale = drawn > 1 ? static_cast<double>(a - 1) / static_cast<double>(drawn - 1) : 0;
+  const model::OptimizerTime opt = costs_.at(1).optimizer();
+  std::unordered_map<int64_t, WidthCost> widths;
+  const auto at = [&](int64_t width) -> const WidthCost& {
+    auto it = widths.find(width);
+    if (it == widths.end()) {
+      const model::CostModel& c = costs_.at(width);
+      it = widths.emplace(width, WidthCost{&c, c.micro_batch(b, false), c.micro_batch(b, true)}).first;
     }
-    const double n = static_cast<double>(steps);
-    LengthFigures f;
-    // The sampled steps are the steady state (every shape seen); a run from a fresh process
-    // also meets each shape a first time: over the run's steps for the mean, over one pass for
-    // the epoch, the data drawn without replacement as a trainer's sampler draws it. The first shape is every run's warm-up, fixed lengths' too, which no step
-    // time counts; the others are what varying lengths add.
-    const auto later_shapes = [&](int64_t micro_batches) {
-      return std::max(0.0, model::epoch_new_shapes(d, padding, b, micro_batches, o.group_by_length, o.seed) - 1);
-    };
-    f.new_shapes_per_step = later_shapes(r.steps * a) / static_cast<double>(r.steps);
-    f.new_shape_time_s = coef.new_shape_s * f.new_shapes_per_step;
-    s.step_time_s = sum_total / n + f.new_shape_time_s;
-    s.step_time_low_s = sum_low / n + f.new_shape_time_s;
-    s.step_time_high_s = sum_high / n + f.new_shape_time_s;
-    s.host_bound = sum_host > sum_device;
-    s.optimizer_time_s = s.host_bound ? opt.host_s : opt.device_s;
-    s.micro_batch_time_s = mb_total / static_cast<double>(mb_count);
-    s.host_time_s = mb_host / static_cast<double>(mb_count);
-    s.device_time_s = mb_device / static_cast<double>(mb_count);
-    s.run_time_s = static_cast<double>(r.steps) * s.step_time_s;
-    std::sort(totals.begin(), totals.end());
-    const size_t q = static_cast<size_t>(std::ceil(0.99 * n)) - 1;
-    // The run's steps meet new shapes as its mean does: the p99 step carries the same share, so
-    // that new shapes alone never put it below the mean it is the tail of.
-    f.step_time_p99_s = totals[std::min(q, totals.size() - 1)] + f.new_shape_time_s;
-    f.sampled_step_s = std::move(totals);
-
-    const model::MicroBatchTokens tokens = model::expected_micro_batch(d, padding, b, o.group_by_length);
-    f.padding_fraction = tokens.padding_fraction();
-    f.mean_padded_length_tokens = tokens.padded_tokens / static_cast<double>(b);
-    s.tokens_per_s = tokens.real_tokens * static_cast<double>(a) / s.step_time_s;
-    f.steps_per_epoch = steps_per_epoch;
-    f.new_shapes_per_epoch = later_shapes(steps_per_epoch * a);
-    f.first_step_s = model::process_first_step_s(coef, r.workload.stack.fused_lm_head);
-    f.cold_start_s = coef.cold_start_s;
-    f.epoch_time_s = static_cast<double>(steps_per_epoch) * (sum_total / n) + coef.new_shape_s * f.new_shapes_per_epoch +
-                     f.first_step_s;
-    set_epoch_range(s, f);
-
-    const model::WorstMicroBatch worst = model::worst_micro_batch(d, padding, b);
-    f.worst_padded_length_tokens = worst_row_tokens(worst, padding, b);
-    const model::MemoryEstimate m = cache.at(f.worst_padded_length_tokens).memory(b);
-    const double activations = std::max(0.0, m.peak_allocated_bytes - static_bytes);
-    f.activation_bytes = activations;
-    set_worst_micro_batch_memory(coef, allocator, m, activations, varying, s);
-    f.varying_shape_bytes = s.peak_reserved_bytes - m.peak_reserved_bytes;
-    f.varying_shape_worst_bytes = s.worst_reserved_bytes - m.worst_reserved_bytes;
-    s.fits = s.needed_bytes <= res.usable_memory_bytes;
-    out.lengths.push_back(f);
+    return it->second;
+  };
+  std::vector<double> totals;
+  totals.reserve(static_cast<size_t>(steps));
+  double sum_total = 0, sum_low = 0, sum_high = 0, sum_host = 0, sum_device = 0;
+  double mb_total = 0, mb_host = 0, mb_device = 0;
+  for (int64_t k = 0; k < steps; ++k) {
+    // A sampled step: the first micro-batch, `drawn - 1` accumulating ones scaled to a - 1, the
+    // optimizer; combined as CostModel::step combines one of a single width.
+    const WidthCost& first = at(sampler.draw(rng));
+    double rest_host = 0, rest_device = 0;
+    const model::CostModel* last = first.cost;
+    for (int64_t i = 1; i < drawn; ++i) {
+      const WidthCost& w = at(sampler.draw(rng));
+      rest_host += w.accumulating.host_s;
+      rest_device += w.accumulating.device_s;
+      last = w.cost;
+    }
+    mb_total += first.first.total_s;
+    mb_host += first.first.host_s;
+    mb_device += first.first.device_s;
+    const double host = first.first.host_s + (rest_scale * rest_host + opt.host_s);
+    const double device = first.first.device_s + (rest_scale * rest_device + opt.device_s);
+    const model::StepTime st = last->step_of(host, device);
+    totals.push_back(st.total_s);
+    sum_total += st.total_s;
+    sum_low += st.low_s;
+    sum_high += st.high_s;
+    sum_host += host;
+    sum_device += device;
   }
+  const double n = static_cast<double>(steps);
+  GpuStep g;
+  Split& s = g.split;
+  s.micro_batch = b;
+  s.accumulation = a;
+  s.grad_ckpt = r_.workload.train.grad_ckpt;
+  LengthFigures& f = g.lengths;
+  const model::Coefficients& coef = coefficients();
+  f.new_shapes_per_step = later_shapes(b, r_.steps * a, false) / static_cast<double>(r_.steps);
+  f.new_shape_time_s = coef.new_shape_s * f.new_shapes_per_step;
+  g.steady_s = sum_total / n;
+  s.step_time_s = g.steady_s + f.new_shape_time_s;
+  s.step_time_low_s = sum_low / n + f.new_shape_time_s;
+  s.step_time_high_s = sum_high / n + f.new_shape_time_s;
+  s.host_bound = sum_host > sum_device;
+  s.optimizer_time_s = s.host_bound ? opt.host_s : opt.device_s;
+  s.micro_batch_time_s = mb_total / n;
+  s.host_time_s = mb_host / n;
+  s.device_time_s = mb_device / n;
+  g.first_device_s = g.accumulating_device_s = s.device_time_s;  // the mean micro-batch's backward hides the collectives
+  std::sort(totals.begin(), totals.end());
+  const size_t q = static_cast<size_t>(std::ceil(0.99 * n)) - 1;
+  g.steady_p99_s = totals[std::min(q, totals.size() - 1)];
+  f.sampled_step_s = std::move(totals);
+  g.varies = true;
+  g.new_shape_s = coef.new_shape_s;
+  if (r_.gpus > 1) g.exact = one_micro_batch_ladder(b, a);
 
-  rank_by_epoch(out);
+  const model::MicroBatchTokens tokens = model::expected_micro_batch(d_, padding_, b, o_.group_by_length);
+  f.padding_fraction = tokens.padding_fraction();
+  f.mean_padded_length_tokens = tokens.padded_tokens / static_cast<double>(b);
+  g.tokens_per_step = tokens.real_tokens * static_cast<double>(a) * static_cast<double>(r_.gpus);
+  f.steps_per_epoch = steps_per_epoch_;
+  f.new_shapes_per_epoch = later_shapes(b, steps_per_epoch_ * a, r_.gpus > 1);  // one GPU's
+  f.first_step_s = model::process_first_step_s(coef, r_.workload.stack.fused_lm_head);
+  f.cold_start_s = coef.cold_start_s;
 
-  if (varying && share > 0)
-    notes.push_back(std::string("micro-batches of varying shapes: reserved memory adds the ") +
-                    model::allocator_name(allocator) + " allocator's hold for them (" +
-                    std::to_string(static_cast<int>(std::lround(share * 100))) + "% of the activations expected, " +
-                    std::to_string(static_cast<int>(std::lround(share_bound * 100))) +
-                    "% in the worst case; docs/lengths.md)");
-  if (res.recommended && res.splits[*res.recommended].host_bound && r.hardware.overlap == model::Overlap::max)
-    notes.push_back("the recommended split is host-bound (the CPU's operator dispatch sets its pace): "
-                    "such times follow the CPU's speed, which drifts between runs far more than "
-                    "device-bound times do (docs/cost-model.md lists the limits)");
-  if (std::any_of(res.splits.begin(), res.splits.end(), [](const Split& x) { return x.host_bound; })) {
-    const std::string n = host_bound_note;
-    if (!n.empty()) notes.push_back(n);
-  }
-  if (!res.recommended)
-    notes.push_back("no split's worst micro-batch (its longest sequences together) fits in the usable memory: "
-                    "gradient checkpointing, a shorter maximum length, a smaller LoRA rank or a GPU with more "
-                    "memory lower what it needs");
-  res.notes = notes;
-  return out;
+  // Every micro-batch is at most the maximum length: its memory is a byte count.
+  const int64_t max_row = model::padded_length_tokens(padding_, d_.max_length_tokens(), d_.max_length_tokens());
+  check_byte_count(costs_.at(max_row).memory(b), b, max_row);
+  const model::WorstMicroBatch worst = model::worst_micro_batch(d_, padding_, b);
+  f.worst_padded_length_tokens = worst_row_tokens(worst, padding_, b);
+  const model::MemoryEstimate m = costs_.at(f.worst_padded_length_tokens).memory(b);
+  g.worst_memory = m;
+  f.activation_bytes = std::max(0.0, m.peak_allocated_bytes - costs_.static_bytes());
+  set_worst_micro_batch_memory(coef, r_.workload.stack.allocator, m, f.activation_bytes, varying_, s);
+  f.varying_shape_bytes = s.peak_reserved_bytes - m.peak_reserved_bytes;
+  f.varying_shape_worst_bytes = s.worst_reserved_bytes - m.worst_reserved_bytes;
+  return g;
 }
 
 }  // namespace lorasim::sim

@@ -1,62 +1,22 @@
-// The simulator for data of many lengths: every split of the effective batch, with the step
-// time as a random variable of the micro-batches' padded lengths (a cost model per distinct
-// padded length, seeded sampling of steps), the padding fraction, the epoch time, and the
-// memory of the worst micro-batch the data can produce. docs/lengths.md says how.
+// The step source of data of many lengths: one GPU's step as a random variable of the
+// micro-batches' padded widths (the cost model's step of each width, seeded sampling of steps
+// whose cost does not grow with the data's size or counts), the padding fraction, new shapes, and
+// the memory of the worst micro-batch the data can produce. docs/lengths.md says how.
 #pragma once
 #include <cstdint>
-#include <vector>
+#include <map>
+#include <random>
+#include <tuple>
 
 #include "model/coefficients.h"
 #include "model/cost_model.h"
-#include "simulator/simulate.h"
+#include "model/lengths.h"
+#include "simulator/padded_cost.h"
+#include "simulator/request.h"
+#include "simulator/result.h"
+#include "simulator/gpu_step.h"
 
 namespace lorasim::sim {
-
-struct LengthsOptions {
-  /// HF's group_by_length: micro-batches of sequences of similar length (model/lengths.h).
-  bool group_by_length = false;
-  /// Seeded optimizer steps drawn per split; fewer (down to 64) where a split's steps hold many
-  /// micro-batches, so that at most 100,000 sequences are drawn per split.
-  int64_t sampled_steps = 2000;
-  uint64_t seed = 0;             ///< the same seed gives the same figures
-};
-
-/// What a split adds over the fixed-length figures; Split::step_time_s is the mean step of a run
-/// of Request::steps steps from a fresh process (steady steps plus new shapes).
-struct LengthFigures {
-  double step_time_p99_s = 0;            ///< the step that 99% of the sampled steps stay within
-  double padding_fraction = 0;           ///< expected padded tokens that are padding
-  double mean_padded_length_tokens = 0;  ///< expected row length of a micro-batch
-  int64_t worst_padded_length_tokens = 0;  ///< row length of the worst micro-batch (b longest together)
-  double activation_bytes = 0;           ///< the worst micro-batch's peak allocated less the static bytes
-  double varying_shape_bytes = 0;        ///< what peak reserved adds for varying shapes (varying_shape_share)
-  double varying_shape_worst_bytes = 0;  ///< what worst reserved adds for them
-  int64_t steps_per_epoch = 0;           ///< ceil(rows of one pass / effective batch)
-  /// The first epoch from a fresh process: steps_per_epoch steady steps, each new shape's cost and
-  /// the process's first-step set-up (first_step_s).
-  double epoch_time_s = 0;
-  /// The range of epoch_time_s one process's epoch falls in: each step's range (step_time_low_s,
-  /// step_time_high_s: the profile's expected time error), which one process's steps share; the
-  /// high end also holds cold_start_s, for the first run on a machine.
-  double epoch_time_low_s = 0, epoch_time_high_s = 0;
-  double new_shapes_per_step = 0;        ///< micro-batches per step of a shape new to the run (its mean)
-  double new_shape_time_s = 0;           ///< what they add to the mean step (new_shape_s each)
-  double new_shapes_per_epoch = 0;       ///< micro-batches of the first epoch of a shape new to it
-  double first_step_s = 0;               ///< what a fresh process's first step adds (model::process_first_step_s)
-  double cold_start_s = 0;               ///< what the first process on a machine adds: in epoch_time_high_s only
-  /// The sampled steady steps, ascending: of one GPU, whose maximum over GPUs simulator/lengths_dp.h takes.
-  std::vector<double> sampled_step_s;
-};
-
-struct LengthsResult {
-  /// The splits as simulate() gives them, with step_time_s (and micro-batch, host and device
-  /// times, run time, range) the means over sampled steps, tokens_per_s the real tokens, and the
-  /// memory that of the worst micro-batch with the allocator's slack for varying shapes; ranked
-  /// by epoch time among those whose worst micro-batch fits.
-  Result result;
-  std::vector<LengthFigures> lengths;  ///< parallel to result.splits
-  int64_t rows_per_epoch = 0;          ///< sequences (packed: rows) in one pass over the data
-};
 
 /// Sets f's epoch range from its epoch_time_s and the split's step range.
 void set_epoch_range(const Split& s, LengthFigures& f);
@@ -79,15 +39,53 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
 void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
                                   const model::MemoryEstimate& worst, double activations, bool varying, Split& s);
 
-/// Ranks `out.result`'s splits by epoch time among those whose worst micro-batch fits (equal
-/// times keep the larger accumulation, smaller memory, as simulate() does) and sets the
-/// recommendation to the first.
-void rank_by_epoch(LengthsResult& out);
+/// Whether micro-batches of `d` padded by `p` can take more than one shape.
+bool shapes_vary(const model::LengthDistribution& d, const model::Padding& p);
 
-/// `r.workload.train.lengths` is the data's distribution (truncated at its maximum length;
-/// empty: the one-point distribution at seq_len), `train.padding` how micro-batches are padded.
-/// Throws InputError for an invalid request or options (sampled steps < 1), as simulate().
-/// Several GPUs (`gpus` > 1, `fsdp`): simulate_lengths_data_parallel (simulator/lengths_dp.h).
-LengthsResult simulate_lengths(const Request& r, const LengthsOptions& options = {});
+/// One GPU's steps of every split of one workload (one checkpointing setting) over data of many
+/// lengths: `r.workload.train.lengths` (truncated at its maximum; empty: the one-point
+/// distribution at seq_len) padded as `train.padding`; `r.effective_batch` and `r.gpus` are every
+/// GPU's. The splits draw from one generator in the order they are asked for, so a split's draws
+/// follow from the seed and the splits before it (skip_draws skips those of a split not asked).
+/// later_shapes by (b, micro-batches, independent draws): alike for every checkpointing setting of one data set,
+/// padding and sampling, so the settings share it.
+using ShapeCounts = std::map<std::tuple<int64_t, int64_t, bool>, double>;
+
+class LengthsSource {
+ public:
+  /// `shapes` is shared by the sources of one data set, padding and options; it outlives this.
+  LengthsSource(const Request& r, const LengthsOptions& o, ShapeCounts& shapes);
+
+  /// The split b x a of one GPU; draws from `rng`.
+  GpuStep step(int64_t b, int64_t a, std::mt19937_64& rng);
+  /// Advances `rng` past the draws step(b, a) makes.
+  void skip_draws(int64_t b, int64_t a, std::mt19937_64& rng) const;
+
+  const model::Coefficients& coefficients() { return costs_.at(1).model().c; }
+  const model::StackModel& stack_model() { return costs_.at(1).model(); }
+  bool varying() const { return varying_; }
+  int64_t rows_per_epoch() const { return rows_per_epoch_; }
+
+ private:
+  struct SampleSize {
+    int64_t drawn = 0;  ///< micro-batches drawn per sampled step
+    int64_t steps = 0;  ///< sampled steps
+    int64_t per_micro_batch = 0;  ///< generator draws per micro-batch
+  };
+  SampleSize sample_size(int64_t b, int64_t a) const;
+  /// Micro-batches of the first `micro_batches` of a run of `b` rows whose shape is new, less the first.
+  double later_shapes(int64_t b, int64_t micro_batches, bool independent);
+  Ladder one_micro_batch_ladder(int64_t b, int64_t a);
+
+  Request r_;
+  LengthsOptions o_;
+  model::LengthDistribution d_;
+  model::Padding padding_;
+  PaddedLengthCosts costs_;
+  bool varying_ = false;
+  int64_t rows_per_epoch_ = 0;
+  int64_t steps_per_epoch_ = 0;
+  ShapeCounts& shapes_;
+};
 
 }  // namespace lorasim::sim

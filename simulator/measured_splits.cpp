@@ -6,7 +6,6 @@
 #include <string>
 
 #include "model/error.h"
-#include "simulator/simulate.h"
 
 namespace lorasim::sim {
 namespace {
@@ -39,7 +38,7 @@ void apply_measured(const std::vector<MeasuredSplit>& runs, double allocator_byt
   std::optional<double> reserved, allocated;
   bool oom = false, any = false;
   for (const MeasuredSplit& m : runs) {
-    if (m.micro_batch != s.micro_batch) continue;
+    if (m.micro_batch != s.micro_batch || m.grad_ckpt != s.grad_ckpt) continue;
     any = true;
     if (m.oom) {
       oom = true;

@@ -3,22 +3,12 @@
 // rows by `lorasim recommend --measured ROWS`.
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <vector>
 
+#include "simulator/request.h"
+#include "simulator/result.h"
+
 namespace lorasim::sim {
-
-struct Split;
-
-/// One measured run of a split of the simulated workload and effective batch.
-struct MeasuredSplit {
-  int64_t micro_batch = 0;
-  int64_t accumulation = 0;
-  bool oom = false;                               ///< it ran out of memory: the split does not fit
-  double step_time_s = 0;                         ///< measured seconds per optimizer step (unless oom)
-  std::optional<double> peak_reserved_bytes;      ///< the caching allocator's peak, when recorded
-  std::optional<double> peak_allocated_bytes;
-};
 
 /// How far one split's measured peak reserved memory moves between runs, relative. A run at a
 /// fixed length allocates the same tensors each time; what varies is where the caching allocator
@@ -29,7 +19,7 @@ struct MeasuredSplit {
 /// A measured split's worst case adds this, not the prediction's error.
 inline constexpr double kMeasuredPeakRepeatability = 0.015;
 
-/// Replaces `s`'s figures with those of the runs in `runs` of its micro-batch (none: `s` is
+/// Replaces `s`'s figures with those of the runs in `runs` of its micro-batch and checkpointing (none: `s` is
 /// unchanged): several runs of one split give their mean step time and their largest peak, and
 /// one out-of-memory run among them makes the split not fit. It fits when its peak plus
 /// kMeasuredPeakRepeatability stays within `allocator_bytes` (the limit less the CUDA context,

@@ -1,12 +1,13 @@
-// Padding advice: the recommended split simulated again under packing and grouping by length.
+// The recommendation's padding advice (padding_advice.h).
 #include "simulator/padding_advice.h"
 
-#include <cmath>
-#include <cstdio>
+#include <algorithm>
+#include <optional>
+#include <random>
 
 #include "model/lengths.h"
-#include "simulator/grad_ckpt_sim.h"
-#include "simulator/note_format.h"
+#include "simulator/lengths_sim.h"
+#include "simulator/splits.h"
 
 namespace lorasim::sim {
 namespace {
@@ -14,136 +15,103 @@ namespace {
 // Smaller than sampling noise at the default number of sampled steps is no advice.
 constexpr double kMinSaving = 0.01;
 
-std::string seconds(double s) {
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%.2f h", s / 3600);
-  else if (s >= 60) std::snprintf(buf, sizeof buf, "%.1f min", s / 60);
-  else std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
-
-// The split of `res` with `best`'s micro-batch and checkpointing.
-const Split* same_split(const LengthsResult& res, const Split& best, size_t& index) {
-  for (size_t i = 0; i < res.result.splits.size(); ++i) {
-    const Split& s = res.result.splits[i];
-    if (s.micro_batch == best.micro_batch && s.grad_ckpt == best.grad_ckpt) {
-      index = i;
-      return &s;
-    }
+/// The split `best` of `r` (its checkpointing) drawn as simulate_lengths(r, o) draws it: the
+/// splits before it in its setting take their draws from the seed first.
+PaddingAlternative redraw(const Request& r, const LengthsOptions& o, const Split& best, const Collectives& c,
+                          double usable) {
+  Request q = r;
+  q.workload.train.grad_ckpt = best.grad_ckpt;
+  ShapeCounts shapes;
+  LengthsSource source(q, o, shapes);
+  std::mt19937_64 rng(o.seed);
+  const int64_t per_gpu = r.effective_batch / r.gpus;
+  for (int64_t b : divisors(per_gpu)) {
+    if (b == best.micro_batch) break;
+    source.skip_draws(b, per_gpu / b, rng);
   }
-  return nullptr;
-}
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  return buf;
-}
-
-std::string split_name(const Split& s) {
-  return std::to_string(s.micro_batch) + "x" + std::to_string(s.accumulation) + (s.grad_ckpt ? " (checkpointed)" : "");
+  const GpuStep g = source.step(best.micro_batch, best.accumulation, rng);
+  Split s;
+  LengthFigures f;
+  add_collectives(q.workload, c, r.steps, g, s, f);
+  PaddingAlternative alt;
+  alt.micro_batch = s.micro_batch;
+  alt.accumulation = s.accumulation;
+  alt.grad_ckpt = s.grad_ckpt;
+  alt.epoch_time_s = f.epoch_time_s;
+  alt.padding_fraction = f.padding_fraction;
+  alt.fits = s.needed_bytes <= usable;
+  return alt;
 }
 
 // Under the default allocator the worst case adds its fragmentation bound (docs/lengths.md); a
-// faster split it refuses may fit with expandable segments, whose bound is small. The promise
-// stays: the note names what it costs.
-void allocator_advice(const Request& r, const LengthsOptions& o, const LengthsResult& result, bool both,
-                      PaddingAdvice& out) {
+// faster split it refuses may fit with expandable segments, whose bound is small. Only memory
+// changes: the same steps, their memory under expandable segments, ranked again.
+void allocator_advice(const Request& r, const LengthsResult& res, const std::vector<GpuStep>& steps,
+                      const Collectives& c, PaddingAdvice& out) {
   if (r.workload.stack.allocator != model::AllocatorMode::default_segments) return;
-  Request expandable = r;
-  expandable.workload.stack.allocator = model::AllocatorMode::expandable;
-  const LengthsResult res = both ? simulate_lengths_both_grad_ckpt(expandable, o) : simulate_lengths(expandable, o);
-  if (!res.result.recommended) return;
-  const size_t i = *res.result.recommended;
-  const Split& s = res.result.splits[i];
-  const Split& best = result.result.splits[*result.result.recommended];
-  const double base_epoch_s = result.lengths[*result.result.recommended].epoch_time_s;
+  const model::Coefficients coef = model::stack_model(r.hardware, r.workload.stack.kind).c;
+  const bool varying = shapes_vary(r.workload.train.length_distribution(), r.workload.train.padding);
+  const double delta = c.fsdp ? c.fsdp_memory.delta_bytes : c.gpus > 1 ? c.data_parallel.bucket_memory_bytes : 0;
+  std::optional<size_t> first;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Split s;
+    set_worst_micro_batch_memory(coef, model::AllocatorMode::expandable, steps[i].worst_memory,
+                                 res.lengths[i].activation_bytes, varying, s);
+    if (!(s.needed_bytes + delta <= res.result.usable_memory_bytes)) continue;
+    // The fastest that fits; on equal time the earlier, as the ranking keeps it.
+    if (!first || res.lengths[i].epoch_time_s < res.lengths[*first].epoch_time_s) first = i;
+  }
+  if (!first) return;
+  const Split& s = res.result.splits[*first];
+  const Split& best = res.result.splits[*res.result.recommended];
   PaddingAlternative alt;
   alt.flag = "--allocator expandable";
   alt.env = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True";
   alt.micro_batch = s.micro_batch;
   alt.accumulation = s.accumulation;
   alt.grad_ckpt = s.grad_ckpt;
-  alt.epoch_time_s = res.lengths[i].epoch_time_s;
-  alt.padding_fraction = res.lengths[i].padding_fraction;
-  alt.fits = s.fits;
-  alt.saving = 1 - alt.epoch_time_s / base_epoch_s;
+  alt.epoch_time_s = res.lengths[*first].epoch_time_s;
+  alt.padding_fraction = res.lengths[*first].padding_fraction;
+  alt.fits = true;
+  alt.saving = 1 - alt.epoch_time_s / res.lengths[*res.result.recommended].epoch_time_s;
+  alt.refused_needed_bytes = s.needed_bytes;
   if ((s.micro_batch == best.micro_batch && s.grad_ckpt == best.grad_ckpt) || !(alt.saving >= kMinSaving)) return;
-  std::string refused;
-  for (const Split& d : result.result.splits)
-    if (d.micro_batch == s.micro_batch && d.grad_ckpt == s.grad_ckpt)
-      refused = " (its worst micro-batch needs " + gib(d.needed_bytes) + " of the " +
-                gib(result.result.usable_memory_bytes) + " usable)";
-  out.notes.push_back("the default allocator's fragmentation refuses " + split_name(s) + refused + "; with " +
-                      alt.env + " (--allocator expandable) it fits and an epoch is " + percent(alt.saving) +
-                      " faster (" + seconds(alt.epoch_time_s) + " instead of " + seconds(base_epoch_s) + " at " +
-                      split_name(best) + ")");
   out.faster.push_back(alt);
 }
 
 }  // namespace
 
-PaddingAdvice padding_advice(const Request& r, const LengthsOptions& o, const LengthsResult& result,
-                             bool both_grad_ckpt) {
+PaddingAdvice padding_advice(const Request& r, const LengthsOptions& o, const LengthsResult& res,
+                             const std::vector<GpuStep>& steps, const Collectives& c) {
   PaddingAdvice out;
-  if (!result.result.recommended) return out;
-  const size_t best_index = *result.result.recommended;
-  const Split& best = result.result.splits[best_index];
-  for (size_t i = 0; i < result.result.splits.size(); ++i)
-    if (result.result.splits[i].rank == 2) out.next_best = i;
+  if (!res.result.recommended) return out;
+  const size_t best_index = *res.result.recommended;
+  const Split& best = res.result.splits[best_index];
+  for (size_t i = 0; i < res.result.splits.size(); ++i)
+    if (res.result.splits[i].rank == 2) out.next_best = i;
 
   const model::PaddingMode mode = r.workload.train.padding.mode;
   const bool pads = mode == model::PaddingMode::longest || mode == model::PaddingMode::multiple ||
                     mode == model::PaddingMode::max_length;
-  Request same = r;
-  same.workload.train.grad_ckpt = best.grad_ckpt;
-  struct Variant {
-    const char* flag;
-    Request request;
-    LengthsOptions options;
+  const double base_epoch_s = res.lengths[best_index].epoch_time_s;
+  const auto consider = [&](const char* flag, const Request& q, const LengthsOptions& qo) {
+    PaddingAlternative alt = redraw(q, qo, best, c, res.result.usable_memory_bytes);
+    alt.flag = flag;
+    alt.saving = 1 - alt.epoch_time_s / base_epoch_s;
+    if (alt.saving >= kMinSaving) out.faster.push_back(alt);
   };
-  std::vector<Variant> variants;
   if (pads) {
-    Variant packed{"--padding packed", same, o};
-    packed.request.workload.train.padding = model::Padding{model::PaddingMode::packed, 0};
-    variants.push_back(packed);
+    Request packed = r;
+    packed.workload.train.padding = model::Padding{model::PaddingMode::packed, 0};
+    consider("--padding packed", packed, o);
   }
   // Grouping only shortens rows that pad to their micro-batch's longest.
   if (!o.group_by_length && (mode == model::PaddingMode::longest || mode == model::PaddingMode::multiple)) {
-    Variant grouped{"--group-by-length", same, o};
-    grouped.options.group_by_length = true;
-    variants.push_back(grouped);
+    LengthsOptions grouped = o;
+    grouped.group_by_length = true;
+    consider("--group-by-length", r, grouped);
   }
-  const double base_epoch_s = result.lengths[best_index].epoch_time_s;
-  for (const Variant& v : variants) {
-    const LengthsResult res = simulate_lengths(v.request, v.options);
-    size_t i = 0;
-    const Split* s = same_split(res, best, i);
-    if (s == nullptr) continue;
-    PaddingAlternative alt;
-    alt.flag = v.flag;
-    alt.micro_batch = s->micro_batch;
-    alt.accumulation = s->accumulation;
-    alt.grad_ckpt = s->grad_ckpt;
-    alt.epoch_time_s = res.lengths[i].epoch_time_s;
-    alt.padding_fraction = res.lengths[i].padding_fraction;
-    alt.fits = s->fits;
-    alt.saving = 1 - alt.epoch_time_s / base_epoch_s;
-    if (!(alt.saving >= kMinSaving)) continue;
-    const std::string split = std::to_string(best.micro_batch) + "x" + std::to_string(best.accumulation);
-    std::string note = alt.flag + " would make an epoch at " + split + " " + percent(alt.saving) + " faster (" +
-                       seconds(alt.epoch_time_s) + " instead of " + seconds(base_epoch_s) + ", " +
-                       percent(alt.padding_fraction) + " padding instead of " +
-                       percent(result.lengths[best_index].padding_fraction) + ")";
-    if (alt.flag == std::string("--padding packed"))
-      note += "; TRL's packing=True: each row then holds several sequences, so a step sees more of them";
-    else
-      note += "; HF's group_by_length=True";
-    if (!alt.fits) note += "; but its worst micro-batch does not fit";
-    out.notes.push_back(note);
-    out.faster.push_back(alt);
-  }
-  allocator_advice(r, o, result, both_grad_ckpt, out);
+  allocator_advice(r, res, steps, c, out);
   return out;
 }
 

@@ -72,6 +72,7 @@ def load_config(model):
 
 def run_probe_cells(args, out):
     from lorasim_hf.probe import Probe, set_allocator, load_plan, progress, label
+    from lorasim_hf.rows import json_line
     set_allocator(args.allocator)
     device = "cpu" if args.smoke else "cuda"
     probe = Probe(device, args.allocator)
@@ -109,7 +110,7 @@ def run_probe_cells(args, out):
                     oom_at = r["micro_batch"]
                 m.zero_grad(set_to_none=True)
                 probe.free()
-            out.write(json.dumps(row) + "\n")
+            out.write(json_line(row) + "\n")  # rows.py: the cells lorasim reads (padded_lengths as width:count)
             out.flush()
             print(f"heldout [{time.perf_counter() - t0:.0f} s] {label(r)} {loop}: {progress(row)}", file=sys.stderr,
                   flush=True)

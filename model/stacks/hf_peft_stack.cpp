@@ -21,8 +21,7 @@ std::string HfPeftStack::prior_note(const std::string& device_name, const std::s
 
 std::string HfPeftStack::memory_note(const StackSpec& spec, bool, const std::string& memory_error) const {
   return std::string("memory of Transformers + PEFT as a Trainer step runs it (") + allocator_name(spec.allocator) +
-         " allocator); `fits` adds the stack's expected memory error (" + memory_error +
-         ") and one logits tensor of slack";
+         " allocator); `fits` adds " + memory_error;
 }
 
 std::string HfPeftStack::host_bound_note(const std::string& host_spread) const {

@@ -1,8 +1,9 @@
-"""The tuner's calls of the lorasim binary: every split's prediction, the splits worth trying,
+"""The tuner's calls of the lorasim binary: the base profile's facts, every split's prediction,
 the anchored refit on the trial rows, and the pick with the measured splits.
 """
 import json
 import subprocess
+import tomllib
 import warnings
 
 from lorasim_hf.recommend import LorasimError, run_json
@@ -10,6 +11,23 @@ from lorasim_hf.recommend import LorasimError, run_json
 
 def base_flags(gpu, profile):
     return ["--profile", str(profile)] if profile is not None else ["--gpu", gpu]
+
+
+def profile_facts(exe, gpu=None, profile=None):
+    """{"display_name": ..., "bf16_supported": ...} of the base profile: an embedded one from
+    `lorasim profiles --format json`, a file from its [gpu] table."""
+    if profile is not None:
+        try:
+            with open(profile, "rb") as f:
+                table = tomllib.load(f).get("gpu", {})
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise LorasimError(f"cannot read the profile {profile}: {e}") from None
+        return {"display_name": table.get("display_name", str(profile)),
+                "bf16_supported": bool(table.get("bf16_supported", True))}
+    for p in run_json([exe, "profiles", "--format", "json"]):
+        if p.get("name") == gpu:
+            return {"display_name": p.get("display_name", gpu), "bf16_supported": bool(p.get("bf16_supported"))}
+    raise LorasimError(f"lorasim has no embedded profile '{gpu}'; `lorasim profiles` lists them")
 
 
 def predict(exe, workload, gpu=None, profile=None, memory_limit=None):
@@ -21,21 +39,6 @@ def predict(exe, workload, gpu=None, profile=None, memory_limit=None):
 
 def _limit(memory_limit):
     return ["--memory-limit", f"{memory_limit / 2**30:.4f}GiB"] if memory_limit else []
-
-
-def candidates(prediction, count=3):
-    """The splits worth trying, largest micro-batch first: the predicted fastest that fits and its
-    neighbours by micro-batch (the larger one too: the worst case that refused it may be cautious).
-    With no split predicted to fit, the smallest micro-batches."""
-    splits = sorted(prediction["splits"], key=lambda s: s["micro_batch"])
-    best = prediction.get("recommended")
-    if best is None:
-        chosen = splits[:count]
-    else:
-        i = next(k for k, s in enumerate(splits) if s["micro_batch"] == best["micro_batch"])
-        lo = max(0, min(i - (count - 1) // 2, len(splits) - count))
-        chosen = splits[lo:lo + count]
-    return [(s["micro_batch"], s["accumulation"]) for s in sorted(chosen, key=lambda s: -s["micro_batch"])]
 
 
 def fit(exe, rows_path, out_path, gpu=None, profile=None):

@@ -5,6 +5,8 @@
 - the trainable weights: the trials train them in place, and a copy kept in host memory (not on
   the device, whose memory the trials measure) is copied back, bit for bit;
 - the gradients, the modules' train/eval flags, the model's instance-level `forward`;
+- gradient checkpointing as it was (the trials turn it on and off when weighing it): each module's
+  flag and checkpoint function, and its forward hooks (turning it on may add one);
 - the trainer's plain-data attributes (TRL's `_metrics`, `_total_train_tokens`, ...), its
   `state` and `control`, and the fp16 loss scaler of its accelerator.
 """
@@ -68,6 +70,32 @@ class _Attributes:
             setattr(self.obj, k, v)
 
 
+class _Checkpointing:
+    """Each module's checkpointing attributes (what `gradient_checkpointing_enable` sets) and forward
+    hooks (`enable_input_require_grads` adds one), put back as they were."""
+
+    ATTRIBUTES = ("gradient_checkpointing", "_gradient_checkpointing_func", "_require_grads_hook",
+                  "_require_grads_hooks")
+    HOOKS = ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_forward_pre_hooks",
+             "_forward_pre_hooks_with_kwargs")
+
+    def __init__(self, model):
+        self.saved = [(m, {k: vars(m).get(k, _MISSING) for k in self.ATTRIBUTES},
+                       {h: dict(getattr(m, h)) for h in self.HOOKS if hasattr(m, h)}) for m in model.modules()]
+
+    def restore(self):
+        for m, attributes, hooks in self.saved:
+            for k, v in attributes.items():
+                if v is _MISSING:
+                    vars(m).pop(k, None)
+                else:
+                    vars(m)[k] = v
+            for h, saved in hooks.items():
+                current = getattr(m, h)
+                current.clear()
+                current.update(saved)
+
+
 def _scaler_state(scaler):
     # GradScaler keeps its scale and growth tracker as tensors it updates in place.
     return {k: v.clone() if _torch.is_tensor(v) else copy.deepcopy(v) for k, v in vars(scaler).items()}
@@ -85,6 +113,7 @@ class TrainingState:
         scaler = getattr(getattr(trainer, "accelerator", None), "scaler", None)
         self.scaler = (scaler, _scaler_state(scaler)) if scaler is not None else None
         self.flags = [(m, m.training) for m in model.modules()]
+        self.checkpointing = _Checkpointing(model)
         self.forward = model.__dict__.get("forward", _MISSING)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.grads = [p.grad for p in self.params]
@@ -114,6 +143,7 @@ class TrainingState:
             self.model.forward = self.forward
         for m, training in self.flags:
             m.training = training
+        self.checkpointing.restore()
         if self.scaler is not None:
             scaler, saved = self.scaler
             vars(scaler).clear()

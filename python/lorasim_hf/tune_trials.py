@@ -2,10 +2,15 @@
 `training_step` (its `compute_loss`, loss scaling and backward), on batches of its train dataset
 collated by its collator, with a throwaway optimizer of the class its arguments name.
 
-Each step is timed as `LorasimCallback` times one (the micro-batches' forward and backward,
-clipping, the optimizer step and `zero_grad`, CUDA synchronized at both ends; not the data
-loading), the first step of a trial is its warm-up, and on CUDA the peaks cover the timed steps.
-What the trials change is put back by `tune_state.TrainingState`.
+Each micro-batch (forward and backward) and each optimizer step (clipping, the step and
+`zero_grad`) is timed on its own -- CUDA events on the GPU's timeline, which do not synchronize
+and so keep the overlap of host and GPU between micro-batches; the data loading is left out. A
+trial's first micro-batch and first optimizer step are its warm-up; the spread of the others
+gives the noise rule of tune_search its standard error. On CUDA the peaks cover the timed steps.
+On data of many lengths each trial also runs the split's worst micro-batch -- the `b` longest
+examples together (tune_worst.py) -- after the ordinary micro-batches of its first timed step: the
+peak covers it, the step time leaves it out. What the trials change is put back by
+`tune_state.TrainingState`.
 """
 import contextlib
 import gc
@@ -14,6 +19,9 @@ import statistics
 import time
 
 from lorasim_hf._deps import require
+from lorasim_hf.seen import _PROCESS_SHAPES
+from lorasim_hf.tune_search import Measured, Split
+from lorasim_hf.tune_worst import TimedWidths, example_lengths, longest_examples
 
 _torch = require("torch")
 
@@ -29,8 +37,16 @@ class Trials:
         random.Random(self.args.seed).shuffle(order)  # a private generator: no RNG of the training is drawn
         self.order, self.next = order, 0
         self.steps = 0  # optimizer steps run (or begun) by all trials
-        self.rows = []  # one measurement row per trial
         self.oom_error = _torch.cuda.OutOfMemoryError
+        # Padded to max_length every micro-batch has one shape: the worst is any of them.
+        lengths = example_lengths(self.dataset) if workload.padding != "max_length" else []
+        varying = bool(lengths) and max(lengths) > min(lengths)
+        self.longest = longest_examples(lengths, workload.effective_batch) if varying else None
+        self.longest_tokens = max(lengths) if varying else None
+        # Rows of padded micro-batches record their widths (lorasim prices them width by width and
+        # fits the peak at the widest); padding-free and packed rows keep the mean width.
+        self.histogram = varying and (workload.padding == "longest" or workload.padding.startswith("multiple:"))
+        self.shapes = []  # (rows, width, real tokens) of the last step's micro-batches, for its TimedWidths
 
     def _data(self):
         # As Trainer._get_dataloader prepares them, minus the accelerator's wrapping (whose
@@ -52,21 +68,36 @@ class Trials:
             self.next += 1
         return self.collate(picked)
 
+    def worst_batch(self, micro_batch):
+        """The `micro_batch` longest examples collated as training collates them, or None where every
+        micro-batch is alike (one length, or padding to max_length)."""
+        if self.longest is None:
+            return None
+        return self.collate([self.dataset[i] for i in self.longest[:micro_batch]])
+
+    def checkpointing(self, on):
+        """Gradient checkpointing on or off, as `trainer.train()` turns it on (with the arguments'
+        kwargs); TrainingState puts the model's own setting back."""
+        model = self.model
+        if on and not getattr(model, "is_gradient_checkpointing", False):
+            kwargs = dict(self.args.gradient_checkpointing_kwargs or {})
+            every, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every,
+                                                offload=offload)
+        elif not on and getattr(model, "is_gradient_checkpointing", False):
+            model.gradient_checkpointing_disable()
+
     @contextlib.contextmanager
     def prepared(self):
         """The model as `trainer.train()` runs it: checkpointing on when asked, the forward under
         accelerate's mixed precision with fp32 outputs (what `accelerator.prepare` installs)."""
-        args, model = self.args, self.model
-        if args.gradient_checkpointing and not getattr(model, "is_gradient_checkpointing", False):
-            kwargs = dict(args.gradient_checkpointing_kwargs or {})
-            every, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every,
-                                                offload=offload)
+        if self.args.gradient_checkpointing:
+            self.checkpointing(True)
         acc = self.trainer.accelerator
         if getattr(acc, "native_amp", False):
             from accelerate.utils import convert_outputs_to_fp32, get_mixed_precision_context_manager
             ctx = get_mixed_precision_context_manager(acc.native_amp, acc.autocast_handler)
-            model.forward = convert_outputs_to_fp32(ctx(model.forward))
+            self.model.forward = convert_outputs_to_fp32(ctx(self.model.forward))
         yield  # TrainingState.restore() puts the forward back
 
     def _optimizer(self):
@@ -77,18 +108,37 @@ class Trials:
         if self.cuda:
             _torch.cuda.synchronize()
 
-    def _step(self, micro_batch, accumulation, opt, lens):
+    def _mark(self):
+        """A point on the device's timeline: a CUDA event (recorded, not waited for), or the clock."""
+        if not self.cuda:
+            return time.perf_counter()
+        event = _torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def _intervals_s(self, marks):
+        if not self.cuda:
+            return [b - a for a, b in zip(marks, marks[1:])]
+        return [a.elapsed_time(b) / 1e3 for a, b in zip(marks, marks[1:])]  # after the step's synchronize
+
+    def _step(self, micro_batch, accumulation, opt, lens, worst=None, record=None):
+        """One optimizer step, `worst` (a collated micro-batch) run after its ordinary micro-batches
+        (then the gradients are held, as at any micro-batch of a step but the first): ([seconds per
+        micro-batch, the worst's last], seconds of the optimizer step). record: a TimedWidths, to
+        which the caller reports the shapes left in `self.shapes`."""
         t, args = self.trainer, self.args
-        batches = [self._batch(micro_batch) for _ in range(accumulation)]
-        batches, n_items = t.get_batch_samples(iter(batches), accumulation, args.device)
-        lens.extend(int(b["input_ids"].shape[-1]) for b in batches if "input_ids" in b)
+        batches = [self._batch(micro_batch) for _ in range(accumulation)] + ([worst] if worst is not None else [])
+        self.shapes = [record.shape_of(b) for b in batches] if record is not None else []
+        batches, n_items = t.get_batch_samples(iter(batches), len(batches), args.device)
+        lens.extend(int(b["input_ids"].shape[-1]) for b in batches[:accumulation] if "input_ids" in b)
         t.current_gradient_accumulation_steps = len(batches)
         scaler = getattr(t.accelerator, "scaler", None)
         self.steps += 1
         self._sync()
-        t0 = time.perf_counter()
+        marks = [self._mark()]
         for inputs in batches:
             t.training_step(self.model, inputs, n_items)
+            marks.append(self._mark())
         if scaler is not None:
             scaler.unscale_(opt)
         if args.max_grad_norm is not None and args.max_grad_norm > 0:
@@ -99,23 +149,40 @@ class Trials:
         else:
             opt.step()
         self.model.zero_grad()
+        marks.append(self._mark())
         self._sync()
-        return time.perf_counter() - t0
+        intervals = self._intervals_s(marks)
+        return intervals[:-1], intervals[-1]
 
-    def run(self, micro_batch, accumulation, steps):
-        """A measurement row of `steps` optimizer steps (1 warm-up, the rest timed); oom on CUDA OOM."""
+    def run(self, micro_batch, accumulation, steps, grad_ckpt=None):
+        """A Measured of `steps` optimizer steps of this split (the first micro-batch and optimizer
+        step the warm-up), its `row` in rows.py's columns; oom on CUDA out-of-memory. grad_ckpt:
+        checkpointing on/off for this trial (None: as prepared). With many lengths the worst
+        micro-batch runs in the first timed step: in the peak and the row, not in the Measured's
+        micro-batch times (an ordinary micro-batch's, what a step of the epoch mostly holds)."""
+        split = Split(micro_batch, accumulation, grad_ckpt)
         row = dict(self.workload.row, micro_batch=micro_batch, accumulation=accumulation)
-        times, lens, opt, oom = [], [], None, False
+        if grad_ckpt is not None:
+            row["grad_ckpt"] = bool(grad_ckpt)
+            self.checkpointing(grad_ckpt)
+        micro_s, all_s, opt_s, lens, opt, oom, begun = [], [], [], [], None, False, self.steps
+        worst = self.worst_batch(micro_batch)
+        record = TimedWidths(self.workload.padding, _PROCESS_SHAPES) if self.histogram else None
         if self.cuda:
             _torch.cuda.empty_cache()
         try:
             opt = self._optimizer()
-            self._step(micro_batch, accumulation, opt, lens)
+            # The worst in the first step only when there is no other: the second holds the
+            # optimizer's state, as every step of the epoch but the first does.
+            micro, _ = self._step(micro_batch, accumulation, opt, lens, worst if steps < 2 else None, record)
+            self._timed(micro, 1, accumulation, micro_s, all_s, record)
             if self.cuda:
                 _torch.cuda.reset_peak_memory_stats()
             lens.clear()
-            for _ in range(steps - 1):
-                times.append(self._step(micro_batch, accumulation, opt, lens))
+            for k in range(steps - 1):
+                micro, optimizer = self._step(micro_batch, accumulation, opt, lens, worst if k == 0 else None, record)
+                self._timed(micro, 0, accumulation, micro_s, all_s, record)
+                opt_s.append(optimizer)
         except self.oom_error:
             oom = True
         if oom:  # out of the except block: the traceback no longer holds the step's tensors
@@ -127,13 +194,28 @@ class Trials:
                 scaler._per_optimizer_states.pop(id(opt), None)
         del opt
         gc.collect()
+        peak = None
+        if self.cuda and not oom:
+            peak = _torch.cuda.max_memory_reserved()
+            row.update(peak_allocated_bytes=_torch.cuda.max_memory_allocated(), peak_reserved_bytes=peak)
         if self.cuda:
-            row.update(peak_allocated_bytes=_torch.cuda.max_memory_allocated(),
-                       peak_reserved_bytes=_torch.cuda.max_memory_reserved())
             _torch.cuda.empty_cache()
-        if oom:
-            row.pop("peak_allocated_bytes", None)
-            row.pop("peak_reserved_bytes", None)
-            return dict(row, oom=True, seq_len=self.workload.seq_len)
-        return dict(row, oom=False, step_time_s=statistics.median(times),
-                    seq_len=round(statistics.mean(lens)) if lens else self.workload.seq_len)
+        m = Measured(split, self.steps - begun, oom=oom, micro_batch_times_s=[] if oom else micro_s,
+                     optimizer_times_s=[] if oom else opt_s, peak_bytes=peak)
+        if oom or not m.ran:
+            m.row = dict(row, oom=True, seq_len=self.workload.seq_len) if oom else {}
+        elif record is not None:  # the row holds every timed micro-batch, the worst too, as its widths do
+            step_s = accumulation * statistics.fmean(all_s) + (statistics.fmean(opt_s) if opt_s else 0.0)
+            m.row = dict(row, oom=False, step_time_s=step_s, **record.columns(accumulation))
+        else:
+            m.row = dict(row, oom=False, step_time_s=m.step_time_s,
+                         seq_len=round(statistics.mean(lens)) if lens else self.workload.seq_len)
+        return m
+
+    def _timed(self, micro, warmup, accumulation, micro_s, all_s, record):
+        """A step's micro-batch times after the first `warmup`: the ordinary ones into micro_s, and
+        with the worst (the step's last, when it ran) into all_s, the row's; their shapes to `record`."""
+        micro_s.extend(micro[warmup:accumulation])
+        all_s.extend(micro[warmup:])
+        for k, shape in enumerate(self.shapes):
+            record.ran(shape, timed=k >= warmup)

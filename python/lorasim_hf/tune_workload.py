@@ -5,6 +5,7 @@ LoRA adapter, the frozen weights' dtype and the mixed precision of `args`, gradi
 the attention implementation, the allocator, TRL's fused LM head, and the token lengths of the
 train dataset (one length: `--seq-len`; many: a `--lengths` file with the collator's padding).
 """
+import copy
 import os
 import random
 from collections import Counter
@@ -91,6 +92,9 @@ class Workload:
         attn = getattr(base.config, "_attn_implementation", None)
         if attn in _ATTN:
             self.row["attn_impl"] = attn
+        # What makes the training bf16 (a GPU without bf16 cannot run it), or None.
+        self.bf16_because = ("its arguments say bf16=True" if args.bf16 else
+                             "the model's weights are bfloat16" if self.row["precision"] == "bf16" else None)
         flags = ["--model-config", self.config_path, "--stack", "hf-peft",
                  "--precision", self.row["precision"], "--autocast", _tf(self.row["autocast"]),
                  "--allocator", self.row["allocator"], "--fused-lm-head", _tf(self.row["fused_lm_head"])]
@@ -123,6 +127,14 @@ class Workload:
             if cap is not None:
                 flags += ["--max-length", str(cap)]
         self.flags = flags
+
+    def variant(self, grad_ckpt):
+        """This workload with gradient checkpointing on or off (tune weighing both)."""
+        other = copy.copy(self)
+        other.grad_ckpt = bool(grad_ckpt)
+        other.row = dict(self.row, grad_ckpt=other.grad_ckpt)
+        other.flags = [f for f in self.flags if f != "--grad-ckpt"] + (["--grad-ckpt"] if grad_ckpt else [])
+        return other
 
 
 def _truncated(lengths, cap):

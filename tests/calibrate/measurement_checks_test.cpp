@@ -16,7 +16,7 @@ const std::string kHeader = "model,seq_len,micro_batch,accumulation,step_time_s,
 std::string csv_error(const std::string& rows) { return parse_error(kHeader + rows, "csv"); }
 
 TEST(MeasurementChecksTest, PeakOfZeroBytesIsRefusedWithItsColumn) {
-  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,1000,0\n"),
+  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,1000000,0\n"),
             "m.csv:2: column peak_reserved_bytes: a measured peak of 0 bytes is no measurement: leave the cell "
             "empty when it was not measured");
   EXPECT_EQ(parse_error(R"({"model": "tiny", "seq_len": 64, "micro_batch": 2, "step_time_s": 0.5, "peak_allocated_bytes": 0})",
@@ -47,7 +47,31 @@ TEST(MeasurementChecksTest, PeakAboveWhatADeviceHoldsIsRefused) {
                         "jsonl"),
             "m.jsonl:1: column peak_reserved_bytes: 892 TiB is more than 16 TiB, more memory than one device has (is "
             "the unit bytes?)");
-  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,1000," + std::to_string(static_cast<int64_t>(16 * tib)) + "\n"), "");
+  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,1000000," + std::to_string(static_cast<int64_t>(16 * tib)) + "\n"), "");
+}
+
+TEST(MeasurementChecksTest, FiguresBelowWhatAnyRunMeasuresAreRefused) {
+  // A time of 1e-300 s or a peak of 1 byte was read, and fit then blamed the builtin profile.
+  EXPECT_EQ(csv_error("tiny,64,2,1,1e-300,,\n"),
+            "m.csv:2: column step_time_s: 1e-300 s is below 1 µs: no part of a training step is that short (is "
+            "the unit seconds?)");
+  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,,1\n"),
+            "m.csv:2: column peak_reserved_bytes: 1 bytes is below 64 KiB, less than any training run holds (is the "
+            "unit bytes?)");
+  // A subnormal is a number, and as implausible as 1e-300.
+  EXPECT_NE(csv_error("tiny,64,2,1,4.9e-324,,\n").find("is below 1 µs"), std::string::npos);
+  // At the bounds: a microsecond, 64 KiB.
+  EXPECT_EQ(csv_error("tiny,64,2,1,0.000001,65536,65536\n"), "");
+}
+
+TEST(MeasurementChecksTest, NanInAnyCaseIsNotMeasuredAndHexIsNoNumber) {
+  // nan and NaN read alike (before, nan was "not measured" and NaN "expected a number").
+  const std::string h = "model,seq_len,micro_batch,step_time_s\n";
+  const std::string want = "m.csv:2: column step_time_s: a positive time is required unless oom is true";
+  for (const char* v : {"nan", "NaN", "NAN", "null"}) EXPECT_EQ(parse_error(h + "tiny,64,2," + v + "\n", "csv"), want) << v;
+  // stod read 0x1p-1 as 0.5; no other number lorasim reads is hex.
+  EXPECT_EQ(parse_error(h + "tiny,64,2,0x1p-1\n", "csv"), "m.csv:2: column step_time_s: expected a number, got '0x1p-1'");
+  EXPECT_EQ(parse_error(h + "tiny,64,2,inf\n", "csv"), "m.csv:2: column step_time_s: expected a number, got 'inf'");
 }
 
 TEST(MeasurementChecksTest, AllocatedAboveReservedIsRefused) {
@@ -70,7 +94,7 @@ TEST(MeasurementChecksTest, ConflictingRowsOfOneSplitNameBothLines) {
 }
 
 TEST(MeasurementChecksTest, IdenticalRepeatIsRefusedBecauseItWouldCountTwice) {
-  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,1000,2000\ntiny,64,2,1,0.5,1000,2000\n"),
+  EXPECT_EQ(csv_error("tiny,64,2,1,0.5,1000000,2000000\ntiny,64,2,1,0.5,1000000,2000000\n"),
             "m.csv:3: repeats line 2 (tiny L=2 s=64 b=2 a=1, lorasim) exactly: keep one (a repeated row would count "
             "twice in a fit)");
 }

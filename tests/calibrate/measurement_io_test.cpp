@@ -39,6 +39,23 @@ std::string read(const std::string& path) {
   return ss.str();
 }
 
+// A file of millions of rows reached 7.7 GB before std::bad_alloc; beyond the bound it is
+// refused at the first row too many, naming the bound (here lowered to 3).
+TEST(MeasurementIoTest, AFileOfMoreRowsThanTheBoundIsRefusedNamingIt) {
+  std::string text = kHeader + "\n# a comment is no row\n";
+  for (int b = 1; b <= 4; ++b) text += "tiny,64," + std::to_string(b) + ",0.5\n";
+  std::istringstream in(text);
+  try {
+    parse_measurements(in, "csv", "m.csv", "", 3);
+    ADD_FAILURE() << "read more rows than the bound";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "m.csv:6: more than 3 rows, the most lorasim reads of one file: split the file, or keep "
+                           "the runs of the workloads at hand");
+  }
+  std::istringstream three(kHeader + "\ntiny,64,1,0.5\ntiny,64,2,0.5\ntiny,64,4,0.5\n");
+  EXPECT_EQ(parse_measurements(three, "csv", "m.csv", "", 3).size(), 3u);
+}
+
 TEST(MeasurementIoTest, ParsesCsvRow) {
   const auto rows = parse_measurements("model,seq_len,micro_batch,step_time_s\ntiny,128,2,0.5\n", "csv", "m.csv");
   ASSERT_EQ(rows.size(), 1u);

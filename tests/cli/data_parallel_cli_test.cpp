@@ -21,9 +21,13 @@ TEST(DataParallelCliTest, OneGpuIsTheOutputWithoutTheFlag) {
     for (const std::string format : {"json", "table", "csv"}) {
       const std::vector<std::string> plain = with(base, {"--format", format});
       EXPECT_EQ(ok(with(plain, {"--gpus", "1"})), ok(plain)) << command << " " << format;
-      EXPECT_EQ(ok(with(plain, {"--gpus", "1", "--link", "pcie"})), ok(plain)) << command << " " << format;
     }
   }
+}
+
+// One GPU has no link to choose (issue 29: it was accepted and ignored).
+TEST(DataParallelCliTest, ALinkWithOneGpuIsRefused) {
+  expect_error(with(kSimulate, {"--gpus", "1", "--link", "pcie"}), kUsage, {"--link", "--gpus N"});
 }
 
 TEST(DataParallelCliTest, TwoGpusSplitSixteenAsEightPerGpuAndSayHowToLaunch) {

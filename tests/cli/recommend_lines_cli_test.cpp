@@ -13,7 +13,7 @@ namespace {
 using namespace lorasim::testing;
 
 const std::vector<std::string> kT4Sft = {"--gpu", "t4", "--model", "qwen3-1.7b", "--effective-batch", "16",
-                                         "--seq-len", "1024", "--trainer", "sft"};
+                                         "--seq-len", "2048", "--trainer", "sft"};
 
 std::vector<std::string> cmd(const char* command, const std::vector<std::string>& args,
                              std::initializer_list<std::string> more = {}) {
@@ -30,12 +30,12 @@ TEST(RecommendLinesTest, SftCheckpointingOnAT4IsExplainedOnBothSides) {
   ASSERT_TRUE(rec["recommended"].is_object());
   EXPECT_EQ(rec["recommended"]["micro_batch"], 1);
   EXPECT_EQ(rec["recommended"]["grad_ckpt"], false);
-  EXPECT_EQ(rec["recommended"]["runner_up"]["micro_batch"], 16);
+  EXPECT_EQ(rec["recommended"]["runner_up"]["micro_batch"], 8);
   EXPECT_EQ(rec["recommended"]["runner_up"]["grad_ckpt"], true);
   EXPECT_EQ(rec["recommended"]["refused"]["grad_ckpt"], false);
   EXPECT_NE(rec["recommended"]["refused"]["why"].get<std::string>().find("usable"), std::string::npos);
   const std::string table = ok(cmd("recommend", kT4Sft));
-  EXPECT_NE(table.find("\nrunner-up:   micro-batch 16 x accumulation 1 with gradient checkpointing: "), std::string::npos)
+  EXPECT_NE(table.find("\nrunner-up:   micro-batch 8 x accumulation 2 with gradient checkpointing: "), std::string::npos)
       << table;
   EXPECT_NE(table.find("\nrefused:     micro-batch 16 x accumulation 1 without gradient checkpointing: "),
             std::string::npos) << table;

@@ -198,9 +198,18 @@ TEST(ProfileTest, OutOfRangeValuesAreRefused) {
     std::string key, line, expected;
   };
   const Case cases[] = {
-      {"gemm_tflops", "gemm_tflops = 0.0", "[time].gemm_tflops must be > 0 (got 0.0)"},
-      {"memory_gbps", "memory_gbps = -1.0", "[time].memory_gbps must be > 0 (got -1.0)"},
-      {"memory_gbps", "memory_gbps = nan", "[time].memory_gbps must be a finite number (got nan)"},
+      // A rate out of its range reads alike, whatever the value: 0, negative, nan or a subnormal
+      // (issue 29: nan and 4.9e-324 got two different messages).
+      {"gemm_tflops", "gemm_tflops = 0.0", "[time].gemm_tflops must be a rate in [1e-06, 1e+12] (a rate outside it "
+                                           "is a typo, not a device) (got 0.0)"},
+      {"memory_gbps", "memory_gbps = -1.0", "[time].memory_gbps must be a rate in [1e-06, 1e+12] (a rate outside "
+                                            "it is a typo, not a device) (got -1.0)"},
+      {"memory_gbps", "memory_gbps = nan", "[time].memory_gbps must be a rate in [1e-06, 1e+12] (a rate outside it "
+                                           "is a typo, not a device) (got nan)"},
+      {"memory_gbps", "memory_gbps = 4.9e-324", "[time].memory_gbps must be a rate in [1e-06, 1e+12] (a rate "
+                                                "outside it is a typo, not a device) (got 5e-324)"},
+      {"memory_gbps", "memory_gbps = inf", "[time].memory_gbps must be a rate in [1e-06, 1e+12]"},
+      {"saved_scale", "saved_scale = inf", "[memory].saved_scale must be a finite number (got inf)"},
       {"memory_bytes", "memory_bytes = 0", "[gpu].memory_bytes must be > 0 (got 0)"},
       {"saved_scale", "saved_scale = -0.5", "[memory].saved_scale must be >= 0 (got -0.5)"},
       {"expected_time_error", "expected_time_error = 50.0",
@@ -240,7 +249,8 @@ TEST(ProfileTest, ValidateProfileNamesTheKeyWithoutAFile) {
     validate_profile(p);
     FAIL() << "accepted a negative rate";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "profile 'l4': [time].attention_tflops must be > 0 (got -3.0)");
+    EXPECT_STREQ(e.what(), "profile 'l4': [time].attention_tflops must be a rate in [1e-06, 1e+12] (a rate outside "
+                           "it is a typo, not a device) (got -3.0)");
   }
 }
 

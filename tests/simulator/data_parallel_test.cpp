@@ -10,8 +10,6 @@
 #include "model/architecture.h"
 #include "model/cost_model.h"
 #include "model/error.h"
-#include "simulator/grad_ckpt_sim.h"
-#include "simulator/lengths_sim.h"
 #include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 

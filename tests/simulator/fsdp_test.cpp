@@ -12,6 +12,7 @@
 #include "model/architecture.h"
 #include "model/error.h"
 #include "simulator/data_parallel.h"
+#include "simulator/note_text.h"
 #include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 
@@ -134,7 +135,7 @@ TEST(FsdpTest, NothingFittingReplicatedSaysFsdpWould) {
   const sim::Result out = sim::simulate(r);
   EXPECT_FALSE(out.recommended);
   bool said = false;
-  for (const std::string& n : out.notes) said = said || n.find("with --fsdp") != std::string::npos;
+  for (const std::string& n : sim::note_texts(r, out)) said = said || n.find("with --fsdp") != std::string::npos;
   EXPECT_TRUE(said);
   r.fsdp = true;
   EXPECT_TRUE(sim::simulate(r).recommended);

@@ -1,7 +1,7 @@
 // Data of many lengths on several GPUs: the expected maximum over GPUs worked by hand, a
 // two-point distribution whose slowest GPU is the longer with chance 3/4, and the sampled path
 // against the exact enumeration of every GPU's step.
-#include "simulator/lengths_dp.h"
+#include "simulator/slowest_gpu.h"
 
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "model/error.h"
 #include "model/lengths.h"
 #include "simulator/padded_cost.h"
+#include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 
 using namespace lorasim;

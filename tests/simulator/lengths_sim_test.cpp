@@ -13,6 +13,7 @@
 #include "model/cost_model.h"
 #include "model/error.h"
 #include "model/lengths.h"
+#include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 
 using namespace lorasim;

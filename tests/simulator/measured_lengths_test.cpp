@@ -1,6 +1,6 @@
 // A run's recorded padded widths, predicted exactly: against the cost model called width by
 // width, against simulate() for one width, and the refusals.
-#include "simulator/measured_lengths.h"
+#include "simulator/simulate.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 
 #include "model/architecture.h"
 #include "model/error.h"
-#include "simulator/lengths_sim.h"
+#include "simulator/note_text.h"
 #include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 
@@ -64,7 +64,9 @@ TEST(MeasuredSplitsTest, AMeasuredSplitTakesTheRunsFiguresAndTheOthersKeepThePre
     EXPECT_EQ(res.splits[i].step_time_s, predicted.splits[i].step_time_s);
     EXPECT_EQ(res.splits[i].worst_reserved_bytes, predicted.splits[i].worst_reserved_bytes);
   }
-  EXPECT_NE(res.notes.front().find("1 split was measured"), std::string::npos) << res.notes.front();
+  ASSERT_EQ(res.notes.front().kind, sim::NoteKind::measured);
+  const std::string note = sim::note_text(res.notes.front(), r, res);
+  EXPECT_NE(note.find("1 split was measured"), std::string::npos) << note;
 }
 
 // The boundary: a split the prediction's worst case refuses fits on its measured peak.

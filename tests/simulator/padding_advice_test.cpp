@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/architecture.h"
 #include "model/lengths.h"
+#include "simulator/note_text.h"
+#include "simulator/simulate.h"
 #include "tests/model/test_hardware.h"
 
 using namespace lorasim;
@@ -27,6 +30,14 @@ sim::Request request(int64_t B, model::Padding p = {}) {
   return r;
 }
 
+/// The pipeline's run of `r` with its padding advice.
+sim::LengthsResult advised(const sim::Request& r, const sim::LengthsOptions& o = {}) {
+  sim::Plan plan;
+  plan.lengths = o;
+  plan.advice = true;
+  return sim::run(r, plan);
+}
+
 const sim::PaddingAlternative* find(const sim::PaddingAdvice& a, const std::string& flag) {
   for (const auto& alt : a.faster)
     if (alt.flag == flag) return &alt;
@@ -38,7 +49,7 @@ const sim::PaddingAlternative* find(const sim::PaddingAdvice& a, const std::stri
 TEST(PaddingAdviceTest, TheNextBestIsTheSplitRankedSecond) {
   const sim::Request r = request(16);
   const sim::LengthsResult res = sim::simulate_lengths(r);
-  const sim::PaddingAdvice a = sim::padding_advice(r, {}, res);
+  const sim::PaddingAdvice a = advised(r).advice;
   ASSERT_TRUE(a.next_best.has_value());
   EXPECT_EQ(res.result.splits[*a.next_best].rank, 2);
 }
@@ -48,7 +59,7 @@ TEST(PaddingAdviceTest, PackingAndGroupingAreTheSameSplitSimulatedThatWay) {
   const sim::LengthsResult res = sim::simulate_lengths(r);
   ASSERT_TRUE(res.result.recommended);
   const size_t best = *res.result.recommended;
-  const sim::PaddingAdvice a = sim::padding_advice(r, {}, res);
+  const sim::PaddingAdvice a = advised(r).advice;
 
   sim::Request packed = r;
   packed.workload.train.padding = model::parse_padding("packed");
@@ -75,8 +86,9 @@ TEST(PaddingAdviceTest, PackingAndGroupingAreTheSameSplitSimulatedThatWay) {
   const sim::PaddingAlternative* pack = find(a, "--padding packed");
   ASSERT_NE(pack, nullptr);
   EXPECT_EQ(pack->padding_fraction, 0);
-  EXPECT_EQ(a.notes.size(), a.faster.size());
-  EXPECT_NE(a.notes[0].find("packing=True"), std::string::npos) << a.notes[0];
+  const std::vector<std::string> notes = sim::advice_texts(advised(r));
+  EXPECT_EQ(notes.size(), a.faster.size());
+  EXPECT_NE(notes[0].find("packing=True"), std::string::npos) << notes[0];
 }
 
 TEST(PaddingAdviceTest, WhatTheDataAlreadyDoesIsNotAdvised) {
@@ -84,17 +96,17 @@ TEST(PaddingAdviceTest, WhatTheDataAlreadyDoesIsNotAdvised) {
   grouped.group_by_length = true;
   for (const char* padding : {"packed", "padding-free"}) {
     const sim::Request r = request(16, model::parse_padding(padding));
-    EXPECT_TRUE(sim::padding_advice(r, grouped, sim::simulate_lengths(r, grouped)).faster.empty()) << padding;
+    EXPECT_TRUE(advised(r, grouped).advice.faster.empty()) << padding;
   }
   const sim::Request r = request(16);
-  const sim::PaddingAdvice a = sim::padding_advice(r, grouped, sim::simulate_lengths(r, grouped));
+  const sim::PaddingAdvice a = advised(r, grouped).advice;
   EXPECT_EQ(find(a, "--group-by-length"), nullptr);
 }
 
 TEST(PaddingAdviceTest, NothingRecommendedGivesNoAdvice) {
   sim::Request r = request(16);
   r.memory_limit_bytes = int64_t{1} << 30;
-  const sim::PaddingAdvice a = sim::padding_advice(r, {}, sim::simulate_lengths(r));
+  const sim::PaddingAdvice a = advised(r).advice;
   EXPECT_FALSE(a.next_best.has_value());
   EXPECT_TRUE(a.faster.empty());
 }
@@ -134,7 +146,7 @@ TEST(PaddingAdviceTest, NamesTheSplitExpandableSegmentsWouldLetFit) {
   const sim::LengthsResult res = sim::simulate_lengths(r);
   ASSERT_TRUE(res.result.recommended);
   EXPECT_LT(res.result.splits[*res.result.recommended].micro_batch, b);  // the bound refuses it
-  const sim::PaddingAdvice a = sim::padding_advice(r, {}, res);
+  const sim::PaddingAdvice a = advised(r).advice;
   const sim::PaddingAlternative* alt = find(a, "--allocator expandable");
   ASSERT_NE(alt, nullptr);
   EXPECT_EQ(alt->micro_batch, b);
@@ -143,7 +155,7 @@ TEST(PaddingAdviceTest, NamesTheSplitExpandableSegmentsWouldLetFit) {
   EXPECT_TRUE(alt->fits);
   EXPECT_GT(alt->saving, 0.01);
   int notes = 0;
-  for (const std::string& n : a.notes)
+  for (const std::string& n : sim::advice_texts(advised(r)))
     if (n.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") != std::string::npos) ++notes;
   EXPECT_EQ(notes, 1);
 }
@@ -153,7 +165,7 @@ TEST(PaddingAdviceTest, NoAllocatorNoteWhereTheBoundRefusesNothingFaster) {
   r.workload.stack = model::StackSpec{};
   r.memory_limit_bytes = int64_t{1} << 40;  // every split fits
   const sim::LengthsResult res = sim::simulate_lengths(r);
-  EXPECT_EQ(find(sim::padding_advice(r, {}, res), "--allocator expandable"), nullptr);
+  EXPECT_EQ(find(advised(r).advice, "--allocator expandable"), nullptr);
   r.workload.stack.allocator = model::AllocatorMode::expandable;
-  EXPECT_EQ(find(sim::padding_advice(r, {}, sim::simulate_lengths(r)), "--allocator expandable"), nullptr);
+  EXPECT_EQ(find(advised(r).advice, "--allocator expandable"), nullptr);
 }

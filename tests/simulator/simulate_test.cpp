@@ -5,10 +5,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/architecture.h"
 #include "model/cost_model.h"
 #include "model/error.h"
+#include "simulator/note_text.h"
+#include "simulator/splits.h"
 #include "tests/model/test_hardware.h"
 
 using namespace lorasim;
@@ -80,10 +83,12 @@ TEST(SimulateTest, NothingFitsGivesNoRecommendationAndAHint) {
   const sim::Result res = sim::simulate(r);
   EXPECT_FALSE(res.recommended.has_value());
   ASSERT_FALSE(res.notes.empty());
+  EXPECT_EQ(res.notes.back().kind, sim::NoteKind::no_split_fits);
+  EXPECT_EQ(res.notes.back().values, std::vector<double>{res.usable_memory_bytes});
   const std::string usable = std::to_string(static_cast<int64_t>(res.usable_memory_bytes / (1 << 20))) + " MiB";
-  EXPECT_EQ(res.notes.back(), "no split fits in " + usable + " usable, not even micro-batch 1");
+  EXPECT_EQ(sim::note_text(res.notes.back(), r, res), "no split fits in " + usable + " usable, not even micro-batch 1");
   // The advice is the CLI's (cli/no_fit_advice.h): one place, which knows checkpointing was on or weighed.
-  for (const std::string& n : res.notes) EXPECT_EQ(n.find("checkpointing"), std::string::npos) << n;
+  for (const std::string& n : sim::note_texts(r, res)) EXPECT_EQ(n.find("checkpointing"), std::string::npos) << n;
 }
 
 TEST(SimulateTest, RunTimeAndThroughputFollowStepTime) {
@@ -98,7 +103,7 @@ TEST(SimulateTest, RunTimeAndThroughputFollowStepTime) {
 TEST(SimulateTest, AHostBoundRecommendationSaysItsTimeIsLessRepeatable) {
   auto host_note = [](const sim::Result& res) {
     for (const auto& n : res.notes)
-      if (n.find("host-bound") != std::string::npos) return true;
+      if (n.kind == sim::NoteKind::recommended_host_bound) return true;
     return false;
   };
   sim::Request r = request(1, 128);  // one short sequence on a 28-layer model: dispatch-bound
@@ -132,12 +137,12 @@ TEST(SimulateTest, EachSplitCarriesItsStepTimesRange) {
 }
 
 TEST(SimulateTest, HostBoundSplitsOfTheHfPeftStackNoteTheirSpread) {
-  auto spread_note = [](const sim::Result& res) -> std::string {
-    for (const auto& n : res.notes)
+  sim::Request r = request(16, 128);  // short sequences: the smaller micro-batches are dispatch-bound
+  auto spread_note = [&r](const sim::Result& res) -> std::string {
+    for (const auto& n : sim::note_texts(r, res))
       if (n.find("host_spread") != std::string::npos) return n;
     return "";
   };
-  sim::Request r = request(16, 128);  // short sequences: the smaller micro-batches are dispatch-bound
   r.workload.stack.kind = model::StackKind::hf_peft;
   r.hardware.value("host_spread", model::StackKind::hf_peft) = 0.27;
   sim::Result res = sim::simulate(r);
@@ -157,7 +162,8 @@ TEST(SimulateTest, PriorProfileIsFlagged) {
   r.hardware.calibrated = false;
   const sim::Result res = sim::simulate(r);
   ASSERT_FALSE(res.notes.empty());
-  EXPECT_NE(res.notes.front().find("prior"), std::string::npos);
+  EXPECT_EQ(res.notes.front().kind, sim::NoteKind::prior_profile);
+  EXPECT_NE(sim::note_text(res.notes.front(), r, res).find("prior"), std::string::npos);
 }
 
 TEST(SimulateTest, InvalidRequestsAreRefused) {

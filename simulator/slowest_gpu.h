@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "simulator/lengths_sim.h"
-
 namespace lorasim::sim {
 
 /// E[max of `ranks` independent draws] of the empirical distribution of `sorted` (ascending):
@@ -25,13 +23,5 @@ struct Ladder {
 double expected_max(const Ladder& l, int64_t ranks);
 /// The smallest value_i with cdf_i^N >= q.
 double max_quantile(const Ladder& l, int64_t ranks, double q);
-
-/// The whole simulation of `r` with r.gpus > 1 (or r.fsdp): the per-GPU splits of
-/// simulate_lengths at effective batch B / N, each step the expected maximum over the N GPUs --
-/// exactly where a step is one micro-batch padded to its longest (the maximum over N GPUs is the
-/// longest of b x N sequences), else from the seeded sampled steps -- plus the collectives' exposed
-/// time; the p99 likewise; the epoch of ceil(rows / B) steps; memory the worst micro-batch's per
-/// GPU plus DDP's buckets (or FSDP's sharding). Throws InputError as simulate() and simulate_lengths.
-LengthsResult simulate_lengths_data_parallel(const Request& r, const LengthsOptions& o);
 
 }  // namespace lorasim::sim
