@@ -42,7 +42,7 @@ std::string stack_tag(const model::StackSpec& s) {
 
 namespace {
 // " nf4" (" nf4 no-dq", " nf4 unprepared") for a quantized base, " paged_adamw_8bit" for another
-// optimizer: rows that differ in them are different workloads. "" for a float base under AdamW.
+// optimizer: rows that differ in them are different workloads. "" for a float base under the default AdamW.
 std::string quant_tag(const model::TrainingSpec& t) {
   std::string tag;
   if (t.quantized()) {
@@ -50,7 +50,7 @@ std::string quant_tag(const model::TrainingSpec& t) {
     if (t.weight_storage() != model::WeightFormat::int8 && !t.double_quant) tag += " no-dq";
     if (!t.kbit_prepare) tag += " unprepared";
   }
-  if (t.optimizer != model::Optimizer::adamw_torch) tag += std::string(" ") + model::optimizer_name(t.optimizer);
+  if (t.optimizer != model::kDefaultOptimizer) tag += std::string(" ") + model::optimizer_name(t.optimizer);
   return tag;
 }
 }  // namespace

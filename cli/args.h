@@ -54,7 +54,7 @@ struct WorkloadArgs {
   boost::optional<std::string> quant;         ///< none, nf4, fp4, int8; unset: the config's, else none
   boost::optional<std::string> double_quant;  ///< bnb_4bit_use_double_quant; unset: the config's, else true
   boost::optional<std::string> kbit_prepare;  ///< prepare_model_for_kbit_training; unset: true when quantized
-  std::string optim = "adamw_torch";          ///< TrainingArguments(optim=...)
+  std::string optim = model::optimizer_name(model::kDefaultOptimizer);  ///< TrainingArguments(optim=...)
   boost::optional<std::string> adapter_dtype; ///< fp32 or compute; unset: fp32, or --trainer sft's preset
   StackArgs stack;
 };

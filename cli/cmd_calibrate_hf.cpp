@@ -1,11 +1,14 @@
 // `lorasim calibrate --stack hf-peft`: short real Transformers + PEFT training runs through the
 // Python probe, the hf-peft stack's terms fitted on a GPU profile, and the profile written with
 // its [stack.hf-peft] table. Needs no LibTorch: both binaries run it.
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
-#include <chrono>
 
 #include "calibrate/convert.h"
 #include "calibrate/fit.h"
@@ -19,6 +22,7 @@
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/output_path.h"
+#include "hwprofiles/match.h"
 #include "hwprofiles/profile.h"
 #include "model/architecture.h"
 #include "model/error.h"
@@ -41,22 +45,58 @@ struct WorkDir {
   }
 };
 
+// This machine's CPU as the probe's rows name it (device "cpu", the RAM as its memory): a profile
+// calibrated on the CPU describes the CPU, whatever GPU profile lent it its priors.
+hw::DeviceIdentity this_cpu() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, name = "CPU";
+  while (std::getline(cpuinfo, line))
+    if (const size_t v = line.find_first_not_of(" \t", line.find(':') + 1);
+        line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos && v != std::string::npos) {
+      name = line.substr(v);
+      break;
+    }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page_bytes = ::sysconf(_SC_PAGE_SIZE);
+  return {name, false, pages > 0 && page_bytes > 0 ? static_cast<int64_t>(pages) * page_bytes : 0};
+}
+
+// The profile the stack's terms are fitted on: --gpu/--profile on CUDA (required: it sizes the
+// plan); on the CPU the CPU's own (a --profile of this CPU, e.g. from `lorasim fit`, may refine it).
+hw::Profile base_profile(const HardwareArgs& ha, bool is_cuda) {
+  if (is_cuda) {
+    if (ha.gpu.empty() && ha.profile.empty())
+      throw InputError("--gpu NAME or --profile FILE is required on CUDA: the GPU's profile, whose device terms the "
+                       "hf-peft terms are fitted on (see `lorasim profiles`)");
+    return select_profile(ha);
+  }
+  const hw::DeviceIdentity cpu = this_cpu();
+  if (ha.gpu.empty() && ha.profile.empty()) return hw::base_profile_for(cpu);
+  hw::Profile given = select_profile(ha);
+  if (!hw::same_device_model(given, cpu))
+    throw InputError("--device cpu trains on the CPU, but " +
+                     (ha.profile.empty() ? "--gpu " + ha.gpu : "--profile " + ha.profile) + " describes the " +
+                     given.hw.display_name + ": leave --gpu/--profile out (the profile written is the CPU's own)");
+  return given;
+}
+
 }  // namespace
 
-bool calibrates_hf_stack(const Args& args) {
+std::string calibrate_stack_flag(const Args& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    std::string value;
-    if (a == "--stack" && i + 1 < args.size()) value = args[i + 1];
-    else if (a.rfind("--stack=", 0) == 0) value = a.substr(8);
-    else continue;
-    try {
-      return model::parse_stack(value) == model::StackKind::hf_peft;
-    } catch (const InputError&) {
-      return false;  // the calibrate command's own parsing reports the bad value
-    }
+    if (a == "--stack" && i + 1 < args.size()) return args[i + 1];
+    if (a.rfind("--stack=", 0) == 0) return a.substr(8);
   }
-  return false;
+  return "";
+}
+
+bool calibrates_hf_stack(const Args& args) {
+  try {
+    const std::string value = calibrate_stack_flag(args);
+    return !value.empty() && model::parse_stack(value) == model::StackKind::hf_peft;
+  } catch (const InputError&) {
+    return false;  // the calibrate command's own parsing reports the bad value
+  }
 }
 
 int cmd_calibrate_hf(const Args& args) {
@@ -89,7 +129,7 @@ int cmd_calibrate_hf(const Args& args) {
       .toggle("dry-run", dry_run, "print the plan's runs, sized for the GPU, and exit without running them");
   add_stack_options(t, sa);
   if (!t.parse(args)) {
-    std::cout << "usage: lorasim calibrate --stack hf-peft --out FILE (--gpu NAME | --profile FILE) [options]\n\n"
+    std::cout << "usage: lorasim calibrate --stack hf-peft --out FILE (--gpu NAME | --profile FILE | --device cpu) [options]\n\n"
                  "Calibrates the stack most people train with: runs short real Hugging Face\n"
                  "Transformers + PEFT training steps (the step Trainer runs) of a reference model\n"
                  "at several depths (one layer to full), and of a narrower one, through lorasim's\n"
@@ -107,19 +147,16 @@ int cmd_calibrate_hf(const Args& args) {
                  "  lorasim calibrate --stack hf-peft --gpu t4 --dry-run\n"
                  "  lorasim calibrate --stack hf-peft --gpu l4 --quant nf4 --out l4-qlora.toml\n"
                  "  lorasim calibrate --stack hf-peft --profile my-a100.toml --python ~/venv/bin/python --out a100-hf.toml\n"
-                 "  lorasim calibrate --stack hf-peft --device cpu --profile cpu.toml --out cpu-hf.toml\n\n"
+                 "  lorasim calibrate --stack hf-peft --device cpu --out cpu-hf.toml   # the CPU's own profile\n\n"
               << t.description() << "\n";
     return kOk;
   }
   if (out.empty() && !dry_run) throw InputError("--out FILE is required: where to write the profile");
-  if (ha.gpu.empty() && ha.profile.empty())
-    throw InputError("--gpu NAME or --profile FILE is required: the GPU's profile, whose device terms the "
-                     "hf-peft terms are fitted on (see `lorasim profiles`)");
-  if (!dry_run)
-    check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}}, {{"--profile", ha.profile, ""}});
-  hw::Profile profile = select_profile(ha);
   const bool is_cuda = device.rfind("cuda", 0) == 0;
   if (!is_cuda && device != "cpu") throw InputError("--device must be cuda, cuda:N or cpu, got " + quoted_excerpt(device));
+  if (!dry_run)
+    check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}}, {{"--profile", ha.profile, ""}});
+  hw::Profile profile = base_profile(ha, is_cuda);
 
   calib::HfPlanOptions opt;
   opt.is_cuda = is_cuda;
@@ -176,7 +213,8 @@ int cmd_calibrate_hf(const Args& args) {
   // The stack's lines go beside the GPU's record, which describes the GPU half kept.
   record_fit(profile, fit,
              {"lorasim calibrate --stack hf-peft, " + date, base, "hf_peft_",
-              {{"date", date}, {"runs", static_cast<int64_t>(rows.size())}, {"duration_s", duration_s},
+              {{"date", date}, {"device", rows.empty() ? device : rows.front().device},
+               {"runs", static_cast<int64_t>(rows.size())}, {"duration_s", duration_s},
                {"reference_model", opt.reference.arch.name}}});
   hw::write_profile_file(profile, out);
   if (!save.empty()) calib::write_measurements_csv(rows, save);

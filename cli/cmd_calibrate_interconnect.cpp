@@ -121,7 +121,9 @@ int cmd_calibrate_interconnect(const Args& args) {
   }
   if (ranks.processes < 2 && !is_rank) throw InputError("--processes: an all-reduce needs at least 2 ranks");
 #ifndef LORASIM_WITH_CALIBRATE
-  exec_train_binary("calibrate", args);
+  exec_train_binary("calibrate", args,
+                    "time the link with `torchrun --nproc_per_node N -m lorasim_hf.probe_allreduce --out rows.csv` "
+                    "and fit the rows with `lorasim calibrate --interconnect --measurements rows.csv`");
 #else
   if (!is_rank) return spawn_ranks("calibrate", args, ranks.processes);
   if (ranks.world_size < 2) throw InputError("--world-size: an all-reduce needs at least 2 ranks");

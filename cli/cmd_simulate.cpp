@@ -10,12 +10,15 @@
 #include "cli/format.h"
 #include "cli/hardware_args.h"
 #include "cli/hf_arguments.h"
+#include "cli/quant_args.h"
 #include "cli/quant_hint.h"
 #include "cli/lengths_args.h"
 #include "cli/lengths_output.h"
 #include "cli/measured_rows.h"
 #include "cli/memory_limit.h"
 #include "cli/output_path.h"
+#include "cli/preset_notes.h"
+#include "cli/recommend_lines.h"
 #include "cli/split_charts.h"
 #include "cli/trainer_preset.h"
 #include "model/analytics.h"
@@ -57,11 +60,6 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
   if (with_plot) t.path("plot", a.plot, "also draw step time and peak memory per split to this .svg");
 }
 
-/// "4x4", and " ckpt" after it where both settings were simulated.
-std::string split_name(const sim::Split& s, bool both) {
-  return std::to_string(s.micro_batch) + "x" + std::to_string(s.accumulation) + (both && s.grad_ckpt ? " ckpt" : "");
-}
-
 nlohmann::json split_json(const sim::Split& s) {
   return {{"micro_batch", s.micro_batch},
           {"accumulation", s.accumulation},
@@ -86,11 +84,13 @@ nlohmann::json split_json(const sim::Split& s) {
           {"rank", s.rank}};
 }
 
-/// `trainer`: --trainer's preset where given; `both`: each split says its own checkpointing.
-/// `notes`: the result's notes as written out, and the command's own.
+/// `c.both_grad_ckpt`: each split says its own checkpointing. `notes`: the result's notes as
+/// written out, and the command's own.
 nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const sim::Result& r,
-                           const std::vector<std::string>& notes, bool both, const std::string& trainer,
-                           bool with_lengths = false, bool group_by_length = false) {
+                           const std::vector<std::string>& notes, const RecommendationContext& c,
+                           bool group_by_length = false) {
+  const bool both = c.both_grad_ckpt, with_lengths = c.with_lengths;
+  const std::string& trainer = c.trainer;
   nlohmann::json j;
   j["gpu"] = profile_json(p);
   j["workload"] = workload_json(req.workload);
@@ -123,6 +123,7 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
   } else {
     j["recommended"] = nullptr;
   }
+  add_recommendation_json(j, req, r, c);
   j["notes"] = notes;
   return j;
 }
@@ -159,38 +160,6 @@ void print_header(const sim::Request& req, const hw::Profile& p, const sim::Resu
   print_data_parallel_header(std::cout, req, r);
 }
 
-void print_recommendation(const sim::Request& req, const sim::Result& r, bool both) {
-  if (!r.recommended) {
-    std::cout << (both ? "recommended: none (no split fits, with or without gradient checkpointing: try a shorter "
-                         "--seq-len, a smaller --lora-rank, or a GPU with more memory)\n"
-                       : "recommended: none (no split fits: try --grad-ckpt, a shorter --seq-len, a smaller "
-                         "--lora-rank, or a GPU with more memory)\n");
-    return;
-  }
-  const sim::Split& best = r.splits[*r.recommended];
-  const sim::Split& slowest_fit = [&]() -> const sim::Split& {
-    const sim::Split* worst = &best;
-    // Of the same checkpointing: the line is what the split alone gains.
-    for (const auto& s : r.splits)
-      if (s.fits && s.grad_ckpt == best.grad_ckpt && s.step_time_s > worst->step_time_s) worst = &s;
-    return *worst;
-  }();
-  std::cout << "recommended: micro-batch " << best.micro_batch << " x accumulation " << best.accumulation
-            << (both ? best.grad_ckpt ? " with gradient checkpointing" : " without gradient checkpointing" : "")
-            << ": " << human_seconds(best.step_time_s) << " per step, " << human_seconds(best.run_time_s)
-            << " for " << req.steps << " steps, peak " << human_bytes(best.peak_reserved_bytes) << " reserved";
-  if (&slowest_fit != &best)
-    std::cout << " (" << fixed(slowest_fit.step_time_s / best.step_time_s, 1) << "x faster than "
-              << split_name(slowest_fit, both) << ")";
-  const HfArguments hf = hf_arguments(best, req.workload);
-  std::cout << "\nHF TrainingArguments: " << hf_flags(hf) << "\n";
-  const std::string bnb = bnb_config_python(req.workload);
-  if (!bnb.empty())
-    std::cout << "quantization_config: " << bnb << " (then peft.prepare_model_for_kbit_training(model)"
-              << (req.workload.train.kbit_prepare ? "" : ": not assumed") << ")\n";
-  print_launch(std::cout, hf);
-}
-
 /// The step time's range as a symmetric share of it, "±18%"; a measured split has no range.
 std::string range_cell(const sim::Split& s) {
   if (s.measured) return "measured";
@@ -202,7 +171,8 @@ void print_notes(const std::vector<std::string>& notes) {
 }
 
 void print_table(const sim::Request& req, const hw::Profile& p, const sim::Result& r,
-                 const std::vector<std::string>& notes, bool both) {
+                 const std::vector<std::string>& notes, const RecommendationContext& c) {
+  const bool both = c.both_grad_ckpt;
   print_header(req, p, r, both);
   std::cout << "\n";
   std::vector<std::string> header = {"micro", "accum", "step", "range", std::to_string(req.steps) + " steps",
@@ -221,7 +191,7 @@ void print_table(const sim::Request& req, const hw::Profile& p, const sim::Resul
   }
   t.print(std::cout);
   std::cout << "\n";
-  print_recommendation(req, r, both);
+  print_recommendation(std::cout, req, r, c);
   print_notes(notes);
 }
 
@@ -234,6 +204,13 @@ struct Prepared {
   LengthsArgs lengths;
   bool both_grad_ckpt = false;  ///< --grad-ckpt auto: every split with checkpointing off and on
   std::string trainer;          ///< --trainer's preset, empty where not given
+  bool grad_ckpt_from_trainer = false;  ///< checkpointing on because the --trainer preset sets it
+  bool gpu_defaulted = false;   ///< neither --gpu nor --profile: the default GPU's answer
+  bool kbit_from_trainer = false;  ///< a quantized base not prepared because the --trainer preset says so
+
+  RecommendationContext context(bool four_bit_fits = false) const {
+    return {both_grad_ckpt, trainer, four_bit_fits, with_lengths};
+  }
 };
 
 /// `grad_ckpt_default`: what --grad-ckpt is when not given (simulate: false, recommend: auto).
@@ -253,9 +230,16 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
   out.request.hardware = out.profile.hw;
   out.both_grad_ckpt = grad_ckpt_mode(a.workload) == GradCkpt::both;
   out.trainer = a.workload.trainer.value_or("");
+  // Not a prepared quantized base: prepare_model_for_kbit_training, not the preset, turns it on there.
+  out.grad_ckpt_from_trainer = !a.workload.grad_ckpt && a.workload.trainer && a.workload.grad_ckpt_default != "auto" &&
+                               trainer_preset(*a.workload.trainer).grad_ckpt &&
+                               !kbit_prepared(with_trainer_preset(a.workload));
+  out.gpu_defaulted = !a.hardware.gpu_given && a.hardware.profile.empty();
   // The workload of both settings is built with checkpointing off; the simulation sets it per split.
   out.request.workload = build_workload(out.both_grad_ckpt ? with_grad_ckpt(a.workload, false) : a.workload,
                                         out.profile.hw.bf16_supported);
+  out.kbit_from_trainer = a.workload.trainer && !a.workload.kbit_prepare && out.request.workload.train.quantized() &&
+                          !out.request.workload.train.kbit_prepare;
   out.with_lengths = lengths_given(t);
   if (out.with_lengths && !t.given("max-length")) a.lengths.max_length_tokens = trainer_max_length_tokens(a.workload);
   out.lengths = a.lengths;
@@ -272,6 +256,35 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
   return true;
 }
 
+/// What the command line left to defaults and presets (cli/preset_notes.h), added to `notes`
+/// (the CLI's own sentences, not the simulator's); `fixed_lengths`: the notes that simulate the
+/// other choice, which the data of many lengths leave out.
+void add_preset_notes(const Prepared& p, const sim::Result& r, std::vector<std::string>& notes, bool fixed_lengths) {
+  auto add = [&notes](std::string note) {
+    if (!note.empty()) notes.push_back(std::move(note));
+  };
+  if (fixed_lengths && p.grad_ckpt_from_trainer) add(trainer_ckpt_note(p.request, r));
+  if (p.kbit_from_trainer) add(kbit_recipe_note(p.request, fixed_lengths));
+  if (p.gpu_defaulted) notes.insert(notes.begin(), default_gpu_note(p.profile));
+}
+
+struct Answer {
+  sim::Result result;
+  std::vector<std::string> notes;  ///< the result's notes as written out, then the command's own
+  RecommendationContext context;
+};
+
+/// `recommending`: when nothing fits, say whether a 4-bit base would (cli/quant_hint.h).
+Answer run_fixed(const Prepared& p, bool recommending = false) {
+  Answer a{p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request), {}, p.context()};
+  a.notes = sim::note_texts(p.request, a.result);
+  const std::string quant = recommending ? quant_fit_note(p.request, a.result) : "";
+  if (!quant.empty()) a.notes.push_back(quant);
+  a.context.four_bit_fits = !quant.empty();
+  add_preset_notes(p, a.result, a.notes, true);
+  return a;
+}
+
 /// simulate and recommend for data of many lengths (cli/lengths_output.h).
 int print_lengths(const Prepared& p, bool with_splits) {
   sim::Plan plan;
@@ -280,36 +293,29 @@ int print_lengths(const Prepared& p, bool with_splits) {
   plan.advice = true;
   const sim::LengthsResult r = sim::run(p.request, plan);
   std::vector<std::string> notes = sim::note_texts(p.request, r.result);
+  RecommendationContext context = p.context();
   if (!with_splits) {  // recommend: nothing fits, would a 4-bit base? (cli/quant_hint.h)
     const std::string quant = quant_fit_note(p.request, *plan.lengths, r);
     if (!quant.empty()) notes.push_back(quant);
+    context.four_bit_fits = !quant.empty();
   }
+  add_preset_notes(p, r.result, notes, false);
   const std::vector<std::string> advice = sim::advice_texts(r);
   notes.insert(notes.end(), advice.begin(), advice.end());
   if (!p.plot_path.empty()) write_svg({lengths_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
     case Format::json: {
-      nlohmann::json j = result_json(p.request, p.profile, r.result, notes, p.both_grad_ckpt, p.trainer, true,
-                                     p.lengths.group_by_length);
+      nlohmann::json j = result_json(p.request, p.profile, r.result, notes, context, p.lengths.group_by_length);
       add_lengths_json(j, p.request, r, p.lengths);
       std::cout << j.dump(2) << "\n";
       break;
     }
     case Format::csv: print_lengths_csv(std::cout, r); break;
     case Format::table:
-      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, p.both_grad_ckpt}, notes);
+      print_lengths_table(std::cout, p.request, p.profile, r, p.lengths, {with_splits, context}, notes);
       break;
   }
   return kOk;
-}
-
-/// `recommending`: when nothing fits, say whether a 4-bit base would (cli/quant_hint.h) in `notes`.
-sim::Result run_fixed(const Prepared& p, std::vector<std::string>& notes, bool recommending = false) {
-  sim::Result r = p.both_grad_ckpt ? sim::simulate_both_grad_ckpt(p.request) : sim::simulate(p.request);
-  notes = sim::note_texts(p.request, r);
-  const std::string quant = recommending ? quant_fit_note(p.request, r) : "";
-  if (!quant.empty()) notes.push_back(quant);
-  return r;
 }
 
 }  // namespace
@@ -334,15 +340,13 @@ int cmd_simulate(const Args& args) {
                true, "false", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, true);
-  std::vector<std::string> notes;
-  const sim::Result r = run_fixed(p, notes);
+  const Answer a = run_fixed(p);
+  const sim::Result& r = a.result;
   if (!p.plot_path.empty()) write_svg({simulation_chart(p.request, p.profile, r)}, p.plot_path);
   switch (p.format) {
-    case Format::json:
-      std::cout << result_json(p.request, p.profile, r, notes, p.both_grad_ckpt, p.trainer).dump(2) << "\n";
-      break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, a.notes, a.context).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
-    case Format::table: print_table(p.request, p.profile, r, notes, p.both_grad_ckpt); break;
+    case Format::table: print_table(p.request, p.profile, r, a.notes, a.context); break;
   }
   return kOk;
 }
@@ -367,18 +371,16 @@ int cmd_recommend(const Args& args) {
                false, "auto", p))
     return kOk;
   if (p.with_lengths) return print_lengths(p, false);
-  std::vector<std::string> notes;
-  const sim::Result r = run_fixed(p, notes, true);
+  const Answer a = run_fixed(p, true);
+  const sim::Result& r = a.result;
   switch (p.format) {
-    case Format::json:
-      std::cout << result_json(p.request, p.profile, r, notes, p.both_grad_ckpt, p.trainer).dump(2) << "\n";
-      break;
+    case Format::json: std::cout << result_json(p.request, p.profile, r, a.notes, a.context).dump(2) << "\n"; break;
     case Format::csv: print_csv(r); break;
     case Format::table:
       print_header(p.request, p.profile, r, p.both_grad_ckpt);
       std::cout << "\n";
-      print_recommendation(p.request, r, p.both_grad_ckpt);
-      print_notes(notes);
+      print_recommendation(std::cout, p.request, r, a.context);
+      print_notes(a.notes);
       break;
   }
   return kOk;

@@ -355,7 +355,9 @@ int cmd_validate(const Args& args) {
   if (!a.splits.empty()) parse_splits(a.splits, a.effective_batch);
   require_runner_stack(build_stack(a.workload.stack), "validate");
 #ifndef LORASIM_WITH_CALIBRATE
-  exec_train_binary("validate", args);  // live runs need LibTorch
+  // live runs need LibTorch
+  exec_train_binary("validate", args, "compare runs you measured instead: `lorasim validate --measurements FILE` "
+                                      "(lorasim_hf's LorasimCallback writes one)");
 #else
   return validate_live(a, profile, fmt, memory_limit_bytes);
 #endif

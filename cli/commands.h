@@ -18,6 +18,8 @@ int cmd_validate(const Args& args);  ///< --measurements works without LibTorch
 int cmd_calibrate_hf(const Args& args);
 /// Whether a calibrate command line asks for the hf-peft stack (--stack hf-peft).
 bool calibrates_hf_stack(const Args& args);
+/// The value of a calibrate command line's --stack; "" where it has none.
+std::string calibrate_stack_flag(const Args& args);
 /// `calibrate --interconnect`: the all-reduce timing and fit (cli/cmd_calibrate_interconnect.cpp);
 /// fitting --measurements needs no LibTorch, timing hands over to lorasim-train.
 int cmd_calibrate_interconnect(const Args& args);

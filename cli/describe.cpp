@@ -29,8 +29,8 @@ nlohmann::json workload_json(const model::Workload& w) {
           {"base_params", pc.base},
           {"trainable_params", pc.trainable},
           {"stack", stack_json(w.stack)}};
-  // Said where they differ from a float base under torch's AdamW, so older outputs read the same.
-  if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch ||
+  // Said where they differ from a float base under Trainer's default AdamW, so older outputs read the same.
+  if (w.train.quantized() || w.train.optimizer != model::kDefaultOptimizer ||
       w.train.adapters_in_compute_precision) {
     j["quant"] = w.train.quantized() ? model::weight_format_name(w.train.weight_storage()) : "none";
     j["double_quant"] = w.train.double_quant;
@@ -53,7 +53,7 @@ nlohmann::json profile_json(const hw::Profile& p) {
 
 namespace {
 std::string optimizer_text(const model::Workload& w) {
-  return w.train.optimizer == model::Optimizer::adamw_torch ? "AdamW" : model::optimizer_name(w.train.optimizer);
+  return w.train.optimizer == model::kDefaultOptimizer ? "AdamW" : model::optimizer_name(w.train.optimizer);
 }
 // ", nf4 base (double quant, kbit-prepared)" for a quantized base, "" for a float one.
 std::string quant_text(const model::Workload& w) {
@@ -67,8 +67,8 @@ std::string quant_text(const model::Workload& w) {
 }
 }  // namespace
 
-std::string workload_line(const model::Workload& w, bool grad_ckpt_both) {
-  return "seq " + std::to_string(w.train.seq_len) + ", " + model::precision_name(w.train.precision) +
+std::string workload_line(const model::Workload& w, bool grad_ckpt_both, bool with_seq) {
+  return (with_seq ? "seq " + std::to_string(w.train.seq_len) + ", " : std::string()) + model::precision_name(w.train.precision) +
          ", LoRA r=" + std::to_string(w.lora.rank) + " alpha=" + fixed(w.lora.alpha, w.lora.alpha == static_cast<int64_t>(w.lora.alpha) ? 0 : 2) +
          " on " + w.lora.targets_string() + ", " + (grad_ckpt_both ? "grad ckpt auto (each split off and on)" : w.train.grad_ckpt ? "grad ckpt" : "no grad ckpt") +
          ", " + optimizer_text(w) + quant_text(w);

@@ -9,16 +9,25 @@
 #include "model/error.h"
 
 namespace lorasim::cli {
+namespace {
 
-void exec_train_binary(const std::string& command, const std::vector<std::string>& args) {
+std::filesystem::path train_binary() {
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::filesystem::path train = (ec ? std::filesystem::path(".") : self.parent_path()) / "lorasim-train";
+  return (ec ? std::filesystem::path(".") : self.parent_path()) / "lorasim-train";
+}
+
+}  // namespace
+
+bool has_train_binary() { return ::access(train_binary().c_str(), X_OK) == 0; }
+
+void exec_train_binary(const std::string& command, const std::vector<std::string>& args, const std::string& instead) {
+  const std::filesystem::path train = train_binary();
   if (::access(train.c_str(), X_OK) != 0)
-    throw InputError("`lorasim " + command + "` runs training, which needs lorasim-train next to this binary (" +
-                     train.string() + "): build it (cmake --build build --target lorasim-train; it needs LibTorch, "
-                     "see scripts/install-deps.sh)" +
-                     (command == "validate" ? std::string(", or compare with a file: --measurements FILE") : ""));
+    throw InputError("`lorasim " + command + "` here runs lorasim's LibTorch runner, lorasim-train, which this "
+                     "install lacks (" + train.string() + "): " + instead +
+                     "; or add it (pip install --no-build-isolation -C cmake.define.LORASIM_WITH_TORCH=ON ., or "
+                     "cmake --build build --target lorasim-train; both need LibTorch)");
   std::vector<std::string> all = {train.string(), command};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;

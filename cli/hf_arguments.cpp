@@ -15,7 +15,7 @@ HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool wit
   a.fp16 = mixed && w.train.precision == model::Precision::fp16;
   a.with_lengths = with_lengths;
   a.group_by_length = group_by_length;
-  if (w.train.quantized() || w.train.optimizer != model::Optimizer::adamw_torch)
+  if (w.train.quantized() || w.train.optimizer != model::kDefaultOptimizer)
     a.optim = model::optimizer_name(w.train.optimizer);
   a.gpus = s.gpus;
   a.fsdp = s.fsdp;

@@ -6,6 +6,7 @@
 #include "cli/describe.h"
 #include "cli/format.h"
 #include "cli/hf_arguments.h"
+#include "cli/no_fit_advice.h"
 #include "model/analytics.h"
 #include "model/lengths.h"
 
@@ -79,11 +80,15 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
 namespace {
 
 /// The worst micro-batch's memory: what it needs, and the allocator's hold where that is more.
-std::string worst_memory_phrase(const sim::Split& s) {
-  if (s.needed_bytes < s.worst_reserved_bytes)
-    return "needs " + human_bytes(s.needed_bytes) + " (the allocator holds up to " + human_bytes(s.worst_reserved_bytes) +
-           " where the GPU has it)";
-  return human_bytes(s.worst_reserved_bytes) + " reserved";
+// Under the default allocator, varying shapes grow its cache only as far as the GPU has room:
+// short of it, the allocator frees cached blocks and retries instead of failing.
+std::string worst_memory_phrase(const sim::Split& s, double memory_limit_bytes) {
+  if (s.needed_bytes >= s.worst_reserved_bytes) return human_bytes(s.worst_reserved_bytes) + " reserved";
+  const std::string needs = "needs " + human_bytes(s.needed_bytes);
+  if (s.worst_reserved_bytes > memory_limit_bytes)
+    return needs + " (given room, the allocator's cache would grow to " + human_bytes(s.worst_reserved_bytes) +
+           "; within the " + human_bytes(memory_limit_bytes) + " limit it frees cached blocks instead)";
+  return needs + " (the allocator's cache may grow to " + human_bytes(s.worst_reserved_bytes) + ")";
 }
 
 }  // namespace
@@ -113,14 +118,14 @@ void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r) {
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,
                          const LengthsArgs& a, const LengthsTableOptions& o, const std::vector<std::string>& notes) {
   const sim::PaddingAdvice& advice = r.advice;
-  const bool both = o.both_grad_ckpt;
+  const bool both = o.recommend.both_grad_ckpt;
   const model::Workload& w = req.workload;
   const model::LengthDistribution d = w.train.length_distribution();
   const model::ParamCounts pc = model::count_params(w.arch, w.lora);
   const sim::Result& res = r.result;
   out << "model:     " << w.arch.name << " (" << human_count(static_cast<double>(pc.base)) << " frozen, "
       << human_count(static_cast<double>(pc.trainable)) << " trainable)\n"
-      << "workload:  " << workload_line(w, both) << "\n"
+      << "workload:  " << workload_line(w, both, false) << "\n"  // the lengths line says the lengths
       << "lengths:   " << a.file << ": " << d.sequences() << " sequences, " << d.shortest_tokens() << " to "
       << d.longest_tokens() << " tokens (mean " << fixed(d.mean_tokens(), 0) << ", max length "
       << d.max_length_tokens() << "), padding " << model::padding_name(w.train.padding)
@@ -157,8 +162,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
   }
   if (!res.recommended) {
     out << "recommended: none (no split's worst micro-batch fits" << (both ? ", with or without gradient checkpointing" : "")
-        << ": try " << (both ? "" : "--grad-ckpt, ") << "a smaller --max-length, a smaller --lora-rank, or a GPU with "
-        << "more memory)\n";
+        << ": " << remedy_text(no_fit_remedies(req, both, true, o.recommend.four_bit_fits)) << ")\n";
   } else {
     const sim::Split& best = res.splits[*res.recommended];
     const sim::LengthFigures& f = r.lengths[*res.recommended];
@@ -166,7 +170,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
         << (both ? best.grad_ckpt ? " with gradient checkpointing" : " without gradient checkpointing" : "") << ": "
         << human_seconds(best.step_time_s) << " per step on average (p99 " << human_seconds(f.step_time_p99_s)
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
-        << " padding, worst micro-batch " << worst_memory_phrase(best) << "\n"
+        << " padding, worst micro-batch " << worst_memory_phrase(best, res.memory_limit_bytes) << "\n"
         << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
     print_launch(out, hf_arguments(best, w, true, a.group_by_length));
     if (!bnb_config_python(w).empty()) out << "quantization_config: " << bnb_config_python(w) << "\n";

@@ -3,12 +3,12 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <ostream>
-
-#include "cli/lengths_args.h"
-#include "hwprofiles/profile.h"
 #include <string>
 #include <vector>
 
+#include "cli/lengths_args.h"
+#include "cli/recommend_lines.h"
+#include "hwprofiles/profile.h"
 #include "simulator/request.h"
 #include "simulator/result.h"
 
@@ -21,8 +21,8 @@ namespace lorasim::cli {
 void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::LengthsResult& r, const LengthsArgs& a);
 void print_lengths_csv(std::ostream& out, const sim::LengthsResult& r);
 struct LengthsTableOptions {
-  bool with_splits = true;      ///< simulate's table of splits; recommend prints the recommendation alone
-  bool both_grad_ckpt = false;  ///< each split twice, checkpointing off and on (a "ckpt" column)
+  bool with_splits = true;           ///< simulate's table of splits; recommend prints the recommendation alone
+  RecommendationContext recommend;   ///< both_grad_ckpt: each split twice, checkpointing off and on (a "ckpt" column)
 };
 /// The header, then (when `with_splits`) the table of splits, the recommendation and `notes`.
 void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::Profile& p, const sim::LengthsResult& r,

@@ -40,10 +40,20 @@ const Command kCommands[] = {
        // The hf-peft stack is calibrated by its Python probe: no LibTorch, no hand-over.
        if (lorasim::cli::calibrates_interconnect(a)) return lorasim::cli::cmd_calibrate_interconnect(a);
        if (lorasim::cli::calibrates_hf_stack(a)) return lorasim::cli::cmd_calibrate_hf(a);
-       lorasim::cli::exec_train_binary("calibrate", a);
+       // A pip install has no LibTorch runner: calibrate what it can run, and say so.
+       if (lorasim::cli::calibrate_stack_flag(a).empty() && !lorasim::cli::has_train_binary()) {
+         std::cerr << "note: this lorasim has no lorasim-train (lorasim's LibTorch runner): calibrating the hf-peft "
+                      "stack, your Transformers + PEFT (--stack hf-peft)\n";
+         return lorasim::cli::cmd_calibrate_hf(a);
+       }
+       lorasim::cli::exec_train_binary("calibrate", a, "calibrate your Transformers + PEFT with --stack hf-peft");
      },
      "run short real training steps and fit a hardware profile"},
-    {"train", [](const Args& a) -> int { lorasim::cli::exec_train_binary("train", a); },
+    {"train",
+     [](const Args& a) -> int {
+       lorasim::cli::exec_train_binary("train", a,
+                                       "time your own Trainer's steps with lorasim_hf's LorasimCallback instead");
+     },
      "run real LoRA training steps and report time and memory"},
 #endif
     {"validate", lorasim::cli::cmd_validate, "compare predictions with measured runs (live, or from a file)"},

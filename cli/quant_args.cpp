@@ -68,7 +68,7 @@ void add_quant_options(OptionTable& t, WorkloadArgs& a) {
       .quantity("kbit_prepare")
       .optional_text("adapter-dtype", a.adapter_dtype, "the LoRA adapters' dtype: fp32 (PEFT's default) or compute (the --precision; TRL's SFTTrainer keeps them so on a quantized base, and --trainer sft assumes it there)")
       .quantity("adapter_dtype")
-      .text("optim", a.optim, "TrainingArguments optim: adamw_torch (default), adamw_torch_fused, paged_adamw_8bit, paged_adamw_32bit, adamw_bnb_8bit")
+      .text("optim", a.optim, "TrainingArguments optim: adamw_torch_fused (default, as Transformers 5's Trainer with torch >= 2.8), adamw_torch, paged_adamw_8bit, paged_adamw_32bit, adamw_bnb_8bit")
       .quantity("optim");
 }
 

@@ -37,6 +37,9 @@ bool is_quantized(WeightFormat f);
 /// torch's AdamW (two fp32 moments), or bitsandbytes' AdamW with 8-bit or 32-bit block-wise
 /// state, paged (state in CUDA unified memory) or not. model/quant_memory.h counts their bytes.
 enum class Optimizer { adamw_torch, adamw_torch_fused, paged_adamw_8bit, paged_adamw_32bit, adamw_bnb_8bit };
+/// Transformers 5's TrainingArguments.optim default (with torch >= 2.8), which the hf-peft probe
+/// calibrates with; the counts of adamw_torch are the same (the model has no term that tells them apart).
+inline constexpr Optimizer kDefaultOptimizer = Optimizer::adamw_torch_fused;
 
 const char* optimizer_name(Optimizer o);
 /// Parses the names above; throws InputError (quantity "optim") otherwise.
@@ -69,7 +72,7 @@ struct TrainingSpec {
   /// default casts them to fp32. Their weights, gradients and torch AdamW moments then take 2
   /// bytes each, not 4.
   bool adapters_in_compute_precision = false;
-  Optimizer optimizer = Optimizer::adamw_torch;
+  Optimizer optimizer = kDefaultOptimizer;
 
   /// Bytes per element of the adapters' weights and gradients.
   int64_t adapter_element_bytes() const;

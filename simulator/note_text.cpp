@@ -119,15 +119,12 @@ std::string note_text(const Note& n, const Request& r, const Result& res) {
              "CPU's speed, which drifts between runs far more than device-bound times do (docs/cost-model.md lists "
              "the limits)";
     case NoteKind::stack_host_bound: return stack.host_bound_note(percent(v[0]));
-    case NoteKind::no_split_fits:
-      return "no split fits in " + mib(v[0]) +
-             " usable: gradient checkpointing, a shorter sequence length, a smaller LoRA rank or a GPU with more "
-             "memory lower what a split needs";
+    // The facts only: what would help is the CLI's to say (cli/no_fit_advice.h decides it once,
+    // knowing whether checkpointing was weighed and whether a 4-bit base fits).
+    case NoteKind::no_split_fits: return "no split fits in " + mib(v[0]) + " usable, not even micro-batch 1";
     case NoteKind::no_worst_micro_batch_fits:
       return std::string("no split's worst micro-batch (its longest sequences together) fits in the usable memory") +
-             (r.gpus > 1 ? " of a GPU" : "") +
-             ": gradient checkpointing, a shorter maximum length, a smaller LoRA rank or a GPU with more memory "
-             "lower what it needs";
+             (r.gpus > 1 ? " of a GPU" : "") + ", not even at micro-batch 1";
     case NoteKind::fsdp_would_fit:
       return "no split fits with the frozen weights replicated on each of the " + std::to_string(r.gpus) +
              " GPUs; with --fsdp (FULL_SHARD: the weights sharded across them) micro-batch " +

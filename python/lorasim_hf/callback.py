@@ -27,6 +27,7 @@ import time
 import warnings
 
 from lorasim_hf._deps import require
+from lorasim_hf.model_source import config_bytes, write_config  # noqa: F401 (tune_workload's, saved_tensors')
 from lorasim_hf.recommend import LorasimError, check_preset, is_config_path, whole_number
 from lorasim_hf.rows import RowWriter, check_row, store_config
 from lorasim_hf.seen import SeenBatches, device_columns
@@ -178,25 +179,19 @@ def quant_columns(model, args=None):
     return row
 
 
-def config_bytes(config):
-    """The model's config.json as lorasim reads it (with a top-level rope_theta), in a stable form:
-    equal configs give equal bytes, so they share one stored file."""
-    d = config.to_dict()
-    rope = d.get("rope_parameters") or {}
-    if "rope_theta" not in d and isinstance(rope, dict) and "rope_theta" in rope:
-        d["rope_theta"] = rope["rope_theta"]
-    for k in ("_name_or_path", "name_or_path", "transformers_version"):  # where it came from, not what it is
-        d.pop(k, None)
-    return (json.dumps(d, indent=2, sort_keys=True, default=str) + "\n").encode()
-
-
-def write_config(config, directory):
-    """Writes the model's config.json (config_bytes) into `directory` and returns its absolute path."""
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.abspath(os.path.join(directory, getattr(config, "model_type", None) or "model") + ".json")
-    with open(path, "wb") as f:
-        f.write(config_bytes(config))
-    return path
+def quant_flags(model, args=None):
+    """(row columns, lorasim flags) of a quantized base as the model shows it: whether
+    prepare_model_for_kbit_training ran (its fp32 embeddings), the adapters' dtype and optim; ({}, [])
+    for a float base, whose config carries nothing to reconcile."""
+    row = quant_columns(model, args)
+    if row.get("quant", "none") == "none":
+        return {}, []
+    compute = row["adapter_dtype"] == row["precision"] != "fp32" if "adapter_dtype" in row else False
+    flags = ["--kbit-prepare", "true" if row["kbit_prepare"] else "false",
+             "--adapter-dtype", "compute" if compute else "fp32"]
+    if "optim" in row:
+        flags += ["--optim", row["optim"]]
+    return row, flags
 
 
 class LorasimCallback(_transformers.TrainerCallback):

@@ -9,12 +9,17 @@
 so nothing is set by hand. Runs `lorasim recommend --format json` (the binary from
 `lorasim=`, else $LORASIM, else PATH).
 """
+import copy
+import enum
 import json
 import numbers
 import os
 import shutil
 import subprocess
 import sysconfig
+import tempfile
+
+from lorasim_hf.model_source import is_config, model_config_of, path_flags, write_config
 
 
 class LorasimError(RuntimeError):
@@ -123,8 +128,23 @@ def grad_ckpt_choice(value):
     return value
 
 
-def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, lorasim=None, **options):
-    """The `lorasim recommend` command line for these arguments (a list)."""
+def model_flags(model, directory=None, lorasim=None):
+    """`--model NAME` or `--model-config PATH` for any model training_arguments takes
+    (lorasim_hf.model_source); a config or a model's is written into `directory` (None: a fresh
+    temporary one, which the caller removes)."""
+    config = model if is_config(model) else model_config_of(model)
+    if config is not None:
+        return ["--model-config", write_config(config, directory or tempfile.mkdtemp(prefix="lorasim-"))]
+    if isinstance(model, (str, os.PathLike)) and os.fspath(model):
+        return path_flags(os.fspath(model), lambda: known_models(lorasim))
+    raise TypeError("model must be a preset name, a config.json path, a save_pretrained folder, a Hub id, a "
+                    f"PretrainedConfig or a model, got {model!r} ({type(model).__name__})")
+
+
+def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, lorasim=None, workdir=None,
+                      **options):
+    """The `lorasim recommend` command line for these arguments (a list); a config or a model is
+    written into `workdir` (a fresh temporary directory where None: the caller removes it)."""
     if (gpu is None) == (profile is None):
         raise ValueError("give exactly one of gpu= (an embedded profile, e.g. 'h200') or profile= (a TOML file)")
     # Every argument is checked before the binary is looked for: a wrong call is named as such.
@@ -136,9 +156,8 @@ def recommend_command(model, effective_batch, seq_len, gpu=None, profile=None, l
         options["grad_ckpt"] = grad_ckpt_choice(options["grad_ckpt"])
     if options.get("trainer") is not None and options["trainer"] not in _TRAINERS:
         raise ValueError(f"trainer must be one of {', '.join(_TRAINERS)}, got {options['trainer']!r}")
-    cmd = [find_lorasim(lorasim), "recommend", "--format", "json"]
-    model = os.fspath(model)
-    cmd += ["--model-config" if is_config_path(model) else "--model", model]
+    flags = model_flags(model, workdir, lorasim)
+    cmd = [find_lorasim(lorasim), "recommend", "--format", "json"] + flags
     cmd += ["--effective-batch", str(effective_batch), "--seq-len", str(seq_len)]
     cmd += ["--gpu", gpu] if gpu is not None else ["--profile", os.fspath(profile)]
     # Only what the caller gives: a lorasim without the stack flags must still answer the rest.
@@ -180,22 +199,38 @@ def hf_arguments(recommended):
     return out
 
 
+# lorasim's no_fit_advice (cli/no_fit_advice.h decides which apply), in this API's keywords.
+_REMEDIES = {"grad_ckpt": "grad_ckpt='auto'", "seq_len": "a shorter seq_len", "max_length": "a shorter max_length",
+             "quant": "quant='nf4'", "memory": "a GPU with more memory"}
+
+
+def no_fit_message(result, effective_batch, seq_len, grad_ckpt):
+    """The LorasimError text of a recommendation in which nothing fits: lorasim's advice (what would
+    change the answer), with its note on a 4-bit base where it has one."""
+    limit = result.get("usable_memory_bytes")
+    where = f" in {limit / 2**30:.1f} GiB usable" if isinstance(limit, (int, float)) else ""
+    tried = " with or without gradient checkpointing" if grad_ckpt in (None, "auto") else ""
+    four_bit = [n for n in result.get("notes", []) if isinstance(n, str) and n.startswith("a 4-bit base would fit")]
+    keys = [k for k in result.get("no_fit_advice") or [] if k in _REMEDIES]
+    if not keys:  # a lorasim older than no_fit_advice: what it said then
+        keys = ["grad_ckpt"] * (grad_ckpt is False) + ["seq_len"] + ["quant"] * bool(four_bit) + ["memory"]
+    advice = [_REMEDIES[k] for k in keys]
+    if four_bit and "quant" in keys:
+        advice[keys.index("quant")] += f" ({four_bit[0]})"
+    said = ", ".join(advice[:-1]) + " or " + advice[-1] if len(advice) > 1 else advice[0]
+    return f"no split of effective batch {effective_batch} at {seq_len} tokens fits{where}{tried}; try {said}"
+
+
 def _recommended(model, effective_batch, seq_len, gpu, profile, lorasim, grad_ckpt, **options):
     """lorasim's `recommended` object for these arguments; LorasimError when no split fits (saying
-    whether a 4-bit base would, where lorasim says so)."""
-    cmd = recommend_command(model, effective_batch, seq_len, gpu=gpu, profile=profile, lorasim=lorasim,
-                            grad_ckpt=grad_ckpt, **options)
-    result = run_json(cmd)
+    what would, as lorasim decides it)."""
+    with tempfile.TemporaryDirectory(prefix="lorasim-") as workdir:
+        cmd = recommend_command(model, effective_batch, seq_len, gpu=gpu, profile=profile, lorasim=lorasim,
+                                workdir=workdir, grad_ckpt=grad_ckpt, **options)
+        result = run_json(cmd)
     best = result.get("recommended")
     if best is None:
-        limit = result.get("usable_memory_bytes")
-        where = f" in {limit / 2**30:.1f} GiB usable" if isinstance(limit, (int, float)) else ""
-        tried = "" if grad_ckpt is False else " with or without gradient checkpointing"
-        hint = "grad_ckpt='auto', " if grad_ckpt is False else ""
-        four_bit = [n for n in result.get("notes", []) if isinstance(n, str) and n.startswith("a 4-bit base would fit")]
-        quant = f" ({four_bit[0]}: pass quant='nf4')" if four_bit else ""
-        raise LorasimError(f"no split of effective batch {effective_batch} at {seq_len} tokens fits{where}{tried}; "
-                           f"try {hint}a shorter seq_len, or a smaller effective batch{quant}")
+        raise LorasimError(no_fit_message(result, effective_batch, seq_len, grad_ckpt))
     return best
 
 
@@ -212,26 +247,65 @@ def quantization_config(model, effective_batch, seq_len, gpu=None, profile=None,
     return config
 
 
-def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, grad_ckpt=None, trainer=None,
-                       lora_rank=None, lora_alpha=None, lora_targets=None, precision=None, stack=None, attn_impl=None,
-                       lora_dropout=None, allocator=None, autocast=None, fused_lm_head=None, memory_limit=None,
-                       safety_margin=None, quant=None, double_quant=None, kbit_prepare=None, optim=None,
-                       lorasim=None):
+def _model_quant_options(model, options):
+    """What a quantized model says of itself (lorasim_hf.callback.quant_columns: PEFT's
+    prepare_model_for_kbit_training is seen in its fp32 embeddings), for the options not given."""
+    if model_config_of(model) is None or is_config(model):
+        return options
+    from lorasim_hf.callback import quant_columns  # a model: torch is there
+    row = quant_columns(model)
+    if row.get("quant", "none") == "none":
+        return options
+    if options.get("kbit_prepare") is None:
+        options["kbit_prepare"] = row["kbit_prepare"]
+    if options.get("adapter_dtype") is None and "adapter_dtype" in row:
+        options["adapter_dtype"] = "compute" if row["adapter_dtype"] == row["precision"] != "fp32" else "fp32"
+    return options
+
+
+def _is_sft_config(args):
+    return any(c.__name__ == "SFTConfig" for c in type(args).__mro__)
+
+
+def with_split(args, split):
+    """A copy of TrainingArguments / SFTConfig `args` with `split`'s keywords set."""
+    out = copy.deepcopy(args)
+    for key, value in split.items():
+        current = getattr(out, key, None)
+        # TrainingArguments keeps optim as transformers' OptimizerNames; a string would compare
+        # equal, but the copy keeps the type the Trainer was given.
+        setattr(out, key, type(current)(value) if isinstance(current, enum.Enum) else value)
+    return out
+
+
+def training_arguments(model, effective_batch, seq_len, gpu=None, profile=None, *, args=None, grad_ckpt=None,
+                       trainer=None, lora_rank=None, lora_alpha=None, lora_targets=None, precision=None, stack=None,
+                       attn_impl=None, lora_dropout=None, allocator=None, autocast=None, fused_lm_head=None,
+                       memory_limit=None, safety_margin=None, quant=None, double_quant=None, kbit_prepare=None,
+                       adapter_dtype=None, optim=None, lorasim=None):
     """lorasim's fastest split that fits, as every TrainingArguments keyword its prediction assumed:
     {"per_device_train_batch_size": b, "gradient_accumulation_steps": a, "gradient_checkpointing": ...,
     "bf16": ..., "fp16": ...}, so `TrainingArguments(output_dir=..., **split)` trains what was predicted.
+    With `args=` (a TrainingArguments or TRL SFTConfig), a copy of it with those keywords set instead
+    (an SFTConfig is trainer="sft" unless `trainer` says otherwise).
 
-    `model` is a preset name (`lorasim models`) or a config.json path; options left at None
-    are not passed (lorasim's defaults apply: grad_ckpt None is "auto", checkpointing weighed on
-    and off). With TRL's SFTTrainer pass trainer="sft" (its defaults: fused LM head, checkpointing
-    weighed). A quantized base: quant="nf4" (or "fp4", "int8"; double_quant, kbit_prepare as
-    lorasim's flags), and the result says `optim`; quantization_config() gives its BitsAndBytesConfig.
+    `model` is a preset name (`lorasim models`), a config.json path, a `save_pretrained` folder, a
+    transformers PretrainedConfig, a model (a PEFT model: its base's config; a quantized one also says
+    whether prepare_model_for_kbit_training ran), or a Hub id with a preset of its name (lorasim
+    downloads nothing). Options left at None are not passed (lorasim's defaults apply: grad_ckpt None
+    is "auto", checkpointing weighed on and off). With TRL's SFTTrainer pass trainer="sft" (its
+    defaults: fused LM head, checkpointing weighed). A quantized base: quant="nf4" (or "fp4", "int8";
+    double_quant, kbit_prepare, adapter_dtype as lorasim's flags), and the result says `optim`;
+    quantization_config() gives its BitsAndBytesConfig.
     Raises LorasimError when the binary is missing, fails, or no split fits.
     """
+    if trainer is None and args is not None and _is_sft_config(args):
+        trainer = "sft"
+    options = _model_quant_options(model, {"kbit_prepare": kbit_prepare, "adapter_dtype": adapter_dtype})
     best = _recommended(model, effective_batch, seq_len, gpu, profile, lorasim, grad_ckpt, trainer=trainer,
                         lora_rank=lora_rank, lora_alpha=lora_alpha, lora_targets=lora_targets, precision=precision,
                         stack=stack, attn_impl=attn_impl, lora_dropout=lora_dropout, allocator=allocator,
                         autocast=autocast, fused_lm_head=fused_lm_head, memory_limit=memory_limit,
-                        safety_margin=safety_margin, quant=quant, double_quant=double_quant,
-                        kbit_prepare=kbit_prepare, optim=optim)
-    return hf_arguments(best)
+                        safety_margin=safety_margin, quant=quant, double_quant=double_quant, optim=optim, **options)
+    split = hf_arguments(best)
+    return split if args is None else with_split(args, split)

@@ -10,7 +10,7 @@ import os
 import random
 from collections import Counter
 
-from lorasim_hf.callback import (allocator_from_env, fused_lm_head, lora_columns, model_precision,
+from lorasim_hf.callback import (allocator_from_env, fused_lm_head, lora_columns, model_precision, quant_flags,
                                  write_config, _ATTN)
 from lorasim_hf.recommend import LorasimError
 
@@ -107,6 +107,9 @@ class Workload:
             flags += ["--lora-targets", ",".join(lora["lora_targets"])]
         if "attn_impl" in self.row:
             flags += ["--attn-impl", self.row["attn_impl"]]
+        quant_row, quant = quant_flags(model, args)  # a quantized base's recipe, as the model shows it
+        self.row.update(quant_row)
+        flags += quant
         self.lengths = dataset_lengths(trainer.train_dataset, args.seed)
         cap = max_length(trainer)
         if cap is not None:

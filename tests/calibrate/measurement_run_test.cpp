@@ -254,7 +254,7 @@ TEST(MeasurementRunTest, SavedRowsCarryTheirConfigBesideThemByHash) {
   std::getline(in, first);
   EXPECT_EQ(first.rfind("runs.configs/" + h2.substr(0, 16) + ".json,2,", 0), 0u) << first;
   // The hash ends the run's columns; the quantized-base columns follow (a float base, AdamW).
-  const std::string quant_cells = ",none,true,false,adamw_torch,fp32";
+  const std::string quant_cells = ",none,true,false,adamw_torch_fused,fp32";
   EXPECT_EQ(first.substr(first.size() - quant_cells.size() - 64), h2 + quant_cells);
   // The originals can go, and the folder can move: the rows still read, each its own config.
   fs::remove_all(dir.path / "elsewhere");

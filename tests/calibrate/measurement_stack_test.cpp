@@ -134,7 +134,7 @@ TEST(MeasurementStackTest, TheWriterAppendsTheStackColumnsAndReadsThemBack) {
   EXPECT_EQ(header.substr(header.size() - tail.size()), tail);
   std::string first;
   std::getline(in, first);
-  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,,none,true,false,adamw_torch,fp32";
+  const std::string cells = ",hf-peft,flash_attention_2,0.05,expandable,false,trainer,true,,,1,,,,,,none,true,false,adamw_torch_fused,fp32";
   ASSERT_GE(first.size(), cells.size());
   EXPECT_EQ(first.substr(first.size() - cells.size()), cells);
   const auto back = load_measurements(dir / "runs.csv");
@@ -167,7 +167,7 @@ TEST(MeasurementStackTest, RowsOfAnotherStackFormAnotherGroup) {
 }
 
 // Issue 18: a QLoRA row names its base, double quantization, preparation and optimizer; rows
-// without the columns are a float base under torch's AdamW.
+// without the columns are a float base under Trainer's default AdamW (fused).
 TEST(MeasurementStackTest, QuantColumnsReadAndWriteBack) {
   const std::string head = "model,seq_len,micro_batch,step_time_s,grad_ckpt,stack,quant,double_quant,kbit_prepare,optim\n";
   const auto rows = parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,nf4,true,true,paged_adamw_8bit\n", "csv", "m.csv");
@@ -178,7 +178,7 @@ TEST(MeasurementStackTest, QuantColumnsReadAndWriteBack) {
   EXPECT_EQ(t.optimizer, model::Optimizer::paged_adamw_8bit);
   const auto plain = parse_measurements("model,seq_len,micro_batch,step_time_s\ntiny,64,2,0.5\n", "csv", "m.csv");
   EXPECT_FALSE(plain[0].workload.train.quantized());
-  EXPECT_EQ(plain[0].workload.train.optimizer, model::Optimizer::adamw_torch);
+  EXPECT_EQ(plain[0].workload.train.optimizer, model::Optimizer::adamw_torch_fused);  // Transformers 5's default
   // Bad cells say their column; a prepared base without checkpointing contradicts itself.
   EXPECT_THROW(parse_measurements(head + "tiny,64,2,0.5,true,hf-peft,int4,true,true,adamw_torch\n", "csv", "m.csv"),
                ConfigError);

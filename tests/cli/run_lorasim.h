@@ -63,11 +63,11 @@ class TempDir {
   fs::path path_;
 };
 
-/// Runs the built binary with `args`; stdout through the pipe, stderr through a file.
-inline RunResult run_lorasim(const std::vector<std::string>& args) {
+/// Runs the binary `bin` with `args`; stdout through the pipe, stderr through a file.
+inline RunResult run_binary(const fs::path& bin, const std::vector<std::string>& args) {
   TempDir dir;
   const fs::path err_file = dir / "stderr.txt";
-  std::string cmd = shell_quote(LORASIM_BIN);
+  std::string cmd = shell_quote(bin.string());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " 2>" + shell_quote(err_file.string());
   RunResult r;
@@ -83,6 +83,9 @@ inline RunResult run_lorasim(const std::vector<std::string>& args) {
   r.err = read_file(err_file);
   return r;
 }
+
+/// Runs the built binary with `args`.
+inline RunResult run_lorasim(const std::vector<std::string>& args) { return run_binary(LORASIM_BIN, args); }
 
 /// The command and what it printed, for failure messages.
 inline std::string describe(const std::vector<std::string>& args, const RunResult& r) {

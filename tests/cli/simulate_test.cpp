@@ -43,7 +43,7 @@ TEST(SimulateCliTest, RecommendTableSaysNoneWhenNothingFits) {
   const std::string out =
       ok(with({"recommend"}, {"--effective-batch", "8", "--memory-limit", "1GiB", "--grad-ckpt", "false"}));
   EXPECT_NE(out.find("recommended: none"), std::string::npos) << out;
-  EXPECT_NE(out.find("try --grad-ckpt, a shorter --seq-len"), std::string::npos) << out;  // the flags, from cli/
+  EXPECT_NE(out.find("try --grad-ckpt true, a shorter --seq-len"), std::string::npos) << out;  // the flags, from cli/
   EXPECT_EQ(out.find("HF TrainingArguments"), std::string::npos) << out;
   // recommend's default weighed checkpointing already: it does not suggest it.
   const std::string both = ok(with({"recommend"}, {"--effective-batch", "8", "--memory-limit", "1GiB"}));

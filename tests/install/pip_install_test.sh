@@ -88,6 +88,10 @@ cd "$work"  # so that `python -c` cannot import lorasim_hf from the checkout
 out=$("${clean[@]}" "$work/venv/bin/lorasim" --version) || fail "the installed lorasim --version failed"
 [[ $out == "lorasim $version"* ]] || fail "lorasim --version printed: $out"
 echo "pip_install_test: $(head -n 1 <<< "$out")"
+[[ $out == *"calibrate runs the hf-peft stack"* ]] || fail "lorasim --version without lorasim-train printed: $out"
+# No lorasim-train here: calibrate is the hf-peft stack's, and says so (issue 29).
+cal=$("${clean[@]}" "$work/venv/bin/lorasim" calibrate --help 2>&1) || fail "lorasim calibrate --help failed: $cal"
+[[ $cal == *"usage: lorasim calibrate --stack hf-peft"* ]] || fail "lorasim calibrate --help printed: $cal"
 
 on_path=$("${clean[@]}" bash -c 'source "$1/bin/activate" && command -v lorasim && lorasim --version' _ "$work/venv") \
   || fail "lorasim is not on the activated venv's PATH: $on_path"

@@ -3,6 +3,7 @@ Python, the fitted profile read back by `lorasim simulate`."""
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,22 +25,21 @@ def exe():
 
 
 @pytest.fixture(scope="module")
-def cpu_profile(exe, tmp_path_factory):
-    """The CPU's own profile from lorasim's LibTorch runner: the GPU half the stack is fitted on."""
-    if not os.access(os.path.join(os.path.dirname(exe), "lorasim-train"), os.X_OK):
-        pytest.skip("no lorasim-train next to lorasim (a build without LibTorch)")
-    out = tmp_path_factory.mktemp("cpu") / "cpu.toml"
-    proc = run([exe, "calibrate", "--device", "cpu", "--model", "tiny", "--out", str(out)])
-    assert proc.returncode == 0, proc.stderr
-    return out
+def pip_lorasim(exe, tmp_path_factory):
+    """`lorasim` alone, as `pip install .` installs it: no lorasim-train beside it."""
+    path = tmp_path_factory.mktemp("pip") / "lorasim"
+    shutil.copy(exe, path)
+    return str(path)
 
 
 @pytest.fixture(scope="module")
-def hf_calibration(exe, cpu_profile, tmp_path_factory):
+def hf_calibration(pip_lorasim, tmp_path_factory):
+    """`lorasim calibrate --device cpu` where only the hf-peft stack can run: that stack, fitted on
+    the CPU's own profile (no --gpu or --profile needed)."""
     d = tmp_path_factory.mktemp("hf")
     out, rows = d / "hf.toml", d / "rows.csv"
-    proc = run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu", "--profile", str(cpu_profile),
-                "--python", sys.executable, "--out", str(out), "--save-measurements", str(rows)])
+    proc = run([pip_lorasim, "calibrate", "--device", "cpu", "--python", sys.executable, "--out", str(out),
+                "--save-measurements", str(rows)])
     return proc, out, rows
 
 
@@ -97,10 +97,39 @@ def test_simulate_reads_the_calibrated_profile_and_names_the_stack(exe, hf_calib
 
 def test_missing_python_is_one_line_naming_the_option(exe, tmp_path):
     out = tmp_path / "hf.toml"
-    proc = run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu", "--gpu", "h200",
+    proc = run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu",
                 "--python", "/nonexistent/python3", "--out", str(out)])
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, proc.stderr
     assert "--python" in errors[0], proc.stderr
     assert not out.exists()
+
+
+def test_without_lorasim_train_calibrate_runs_the_hf_stack_and_says_so(hf_calibration):
+    proc, out, _ = hf_calibration
+    assert proc.returncode == 0, proc.stderr
+    assert "note: this lorasim has no lorasim-train" in proc.stderr and "--stack hf-peft" in proc.stderr
+
+
+def test_a_profile_calibrated_on_the_cpu_describes_the_cpu(hf_calibration):
+    proc, out, _ = hf_calibration
+    assert proc.returncode == 0, proc.stderr
+    gpu = {}
+    for line in out.read_text().split("[gpu]", 1)[1].split("\n[")[0].splitlines():
+        if "=" in line:
+            key, value = (part.strip() for part in line.split("=", 1))
+            gpu[key] = value
+    assert gpu["name"] == '"cpu"', out.read_text()[:400]
+    assert "H200" not in gpu["display_name"]
+
+
+def test_validate_of_cpu_rows_points_at_a_command_that_runs_there(pip_lorasim, hf_calibration):
+    proc, out, rows = hf_calibration
+    assert proc.returncode == 0, proc.stderr
+    bare = run([pip_lorasim, "validate", "--measurements", str(rows)])
+    assert bare.returncode != 0
+    assert "lorasim calibrate --device cpu" in bare.stderr, bare.stderr  # the command that made `out` above
+    checked = run([pip_lorasim, "validate", "--measurements", str(rows), "--profile", str(out)])
+    assert checked.returncode == 0, checked.stderr
+    assert "describes the" not in checked.stderr

@@ -83,6 +83,7 @@ def test_stack_options_are_passed_only_when_given(tmp_path, monkeypatch):
     exe, args_file = fake_lorasim(tmp_path)
     monkeypatch.setenv("LORASIM", exe)  # found through $LORASIM
     config = tmp_path / "config.json"
+    config.write_text("{}")
     training_arguments(model=str(config), effective_batch=16, seq_len=1024, profile="my.toml", stack="hf-peft",
                        attn_impl="sdpa", lora_dropout=0.05, allocator="default", autocast=False)
     assert json.loads(args_file.read_text())[3:] == [
@@ -92,10 +93,14 @@ def test_stack_options_are_passed_only_when_given(tmp_path, monkeypatch):
 
 
 def test_nothing_fits_missing_binary_and_failures_are_clear(tmp_path, monkeypatch):
-    exe, _ = fake_lorasim(tmp_path, result=dict(RESULT, recommended=None))
+    exe, _ = fake_lorasim(tmp_path, result=dict(RESULT, recommended=None, no_fit_advice=["seq_len", "memory"]))
     with pytest.raises(LorasimError, match="no split of effective batch 8 at 512 tokens fits in 16.0 GiB usable "
-                                           "with or without gradient checkpointing; try a shorter"):
+                                           "with or without gradient checkpointing; try a shorter seq_len or a GPU "
+                                           "with more memory$"):
         training_arguments(model="qwen3-8b", effective_batch=8, seq_len=512, gpu="t4", lorasim=exe)
+    off = tmp_path / "off"
+    off.mkdir()
+    exe, _ = fake_lorasim(off, result=dict(RESULT, recommended=None, no_fit_advice=["grad_ckpt", "seq_len", "memory"]))
     with pytest.raises(LorasimError, match="fits in 16.0 GiB usable; try grad_ckpt='auto', a shorter"):
         training_arguments(model="qwen3-8b", effective_batch=8, seq_len=512, gpu="t4", grad_ckpt=False, lorasim=exe)
     monkeypatch.delenv("LORASIM", raising=False)

@@ -85,8 +85,10 @@ TEST(SimulateTest, NothingFitsGivesNoRecommendationAndAHint) {
   ASSERT_FALSE(res.notes.empty());
   EXPECT_EQ(res.notes.back().kind, sim::NoteKind::no_split_fits);
   EXPECT_EQ(res.notes.back().values, std::vector<double>{res.usable_memory_bytes});
-  // The CLI names the flags.
-  EXPECT_NE(sim::note_text(res.notes.back(), r, res).find("gradient checkpointing"), std::string::npos);
+  const std::string usable = std::to_string(static_cast<int64_t>(res.usable_memory_bytes / (1 << 20))) + " MiB";
+  EXPECT_EQ(sim::note_text(res.notes.back(), r, res), "no split fits in " + usable + " usable, not even micro-batch 1");
+  // The advice is the CLI's (cli/no_fit_advice.h): one place, which knows checkpointing was on or weighed.
+  for (const std::string& n : sim::note_texts(r, res)) EXPECT_EQ(n.find("checkpointing"), std::string::npos) << n;
 }
 
 TEST(SimulateTest, RunTimeAndThroughputFollowStepTime) {
