@@ -57,6 +57,59 @@ def with_host_of(profile, host_source, out):
     return out
 
 
+# Leases where bench/hf/host_dispatch.py ran next to `calibrate --stack hf-peft`: (label, dispatch
+# results, the profile that calibration wrote).
+HOST_LEASES = [
+    ("H100, calibrate-run1", "bench/results/h100/calibrate-run1/dispatch.json",
+     "bench/results/h100/calibrate-run1/profile.toml"),
+    ("H100, tune-run1", "bench/results/h100/tune-run1/dispatch.json", "bench/results/h100/tune-run1/h200-hf.toml"),
+]
+
+
+def dispatch_figures(path):
+    """host_per_op_s of every JSON object in the file (the script appends one per run)."""
+    text, out, dec, i = open(os.path.join(ROOT, path)).read(), [], json.JSONDecoder(), 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        obj, i = dec.raw_decode(text, i)
+        out.append(obj["host_per_op_s"])
+    return out
+
+
+def fitted_host(path):
+    stack = open(os.path.join(ROOT, path)).read().split("[stack.hf-peft]", 1)[1]
+    return float(re.search(r"^host_per_op_s = (.*)$", stack, re.M).group(1))
+
+
+def host_section():
+    lines = ["## The host: does a few seconds of dispatch timing predict the host terms?", "",
+             "`bench/hf/host_dispatch.py` times a LoRA-shaped block's aten operators (forward and backward under "
+             "autocast, tensors too small for the device to matter) and gives seconds per operator; "
+             "`calibrate --stack hf-peft` on the same lease fits `host_per_op_s`. The embedded H200's is "
+             f"{fitted_host('hwprofiles/h200.toml'):.3g} s (another lease; no dispatch timing was taken there).", "",
+             "| lease | dispatch timing (s per op) | fitted host_per_op_s | timing / fitted |", "| --- | --- | --- | --- |"]
+    rows = []
+    for label, disp, prof in HOST_LEASES:
+        d, f = statistics.fmean(dispatch_figures(disp)), fitted_host(prof)
+        rows.append((label, d, f))
+        lines.append(f"| {label} | {d:.3g} | {f:.3g} | {d / f:.2f} |")
+    (l1, d1, f1), (l2, d2, f2) = rows[0], rows[1]
+    scaled, kept = f1 * d2 / d1, f1
+    lines += ["", f"Predicting {l2}'s fitted host term from {l1}'s: scaled by the dispatch timings' ratio "
+              f"{scaled:.3g} ({100 * (scaled / f2 - 1):+.0f}%), unscaled (what a profile carries today) {kept:.3g} "
+              f"({100 * (kept / f2 - 1):+.0f}%). The timing moved {100 * (d2 / d1 - 1):+.0f}% between the leases, the "
+              f"fitted term {100 * (f2 / f1 - 1):+.0f}%: the ratio over-corrects, so it is not adopted. Taken as an "
+              "absolute estimate the timing was within "
+              f"{100 * max(abs(d1 / f1 - 1), abs(d2 / f2 - 1)):.0f}% of the fitted term on both H100 leases, against "
+              f"{100 * min(abs(fitted_host('hwprofiles/h200.toml') / f - 1) for f in (f1, f2)):.0f}% or more for the "
+              "H200's term; whether that holds on another machine (the H200's) was not measured, so lorasim does not "
+              "use it either. Host terms come from `calibrate --stack hf-peft` or the tuner's trial steps on the "
+              "user's machine.", ""]
+    return lines
+
+
 def summary(errs):
     t = [abs(e[0]) for e in errs]
     m = [abs(e[1]) for e in errs]
@@ -100,6 +153,7 @@ def main():
             errs = [e for r in rows for e in validate(a.lorasim, r, prof)]
             lines.append(f"| {label} | {summary(errs)} |")
         lines.append("")
+    lines += host_section()
     text = "\n".join(lines) + "\n"
     with open(a.out, "w") as f:
         f.write(text)
