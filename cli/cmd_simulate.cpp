@@ -39,6 +39,7 @@ struct SimulateArgs {
   std::string plot;  ///< --plot: SVG chart path, empty for none
   LengthsArgs lengths;
   std::vector<std::string> measured;  ///< --measured: measurement files whose splits replace the prediction
+  bool allow_device_mismatch = false; ///< --measured rows of another device than --gpu/--profile's
   DataParallelArgs data_parallel;     ///< --gpus, --link
 };
 
@@ -56,7 +57,9 @@ void simulate_options(OptionTable& t, SimulateArgs& a, bool with_plot) {
       .choice("format", a.format, {"table", "csv", "json"}, "table, csv or json")
       .paths("measured", a.measured,
              "measurement file (docs/measurements.md; may be repeated): the splits it ran of this workload take "
-             "their measured step time and peak instead of the predicted ones");
+             "their measured step time and peak instead of the predicted ones")
+      .toggle("allow-device-mismatch", a.allow_device_mismatch,
+              "take --measured rows of another device than --gpu/--profile's (default: refused)");
   if (with_plot) t.path("plot", a.plot, "also draw step time and peak memory per split to this .svg");
 }
 
@@ -252,7 +255,10 @@ bool prepare(const Args& args, const char* usage, bool with_plot, const char* gr
       checked_memory_limit(a.memory, out.profile.hw.memory_bytes, out.profile.hw.display_name);
   out.request.safety_margin = a.safety_margin;
   apply_data_parallel(a.data_parallel, out.request);
-  out.request.measured = measured_splits(a.measured, out.request, out.profile, out.both_grad_ckpt, std::cerr);
+  if (a.allow_device_mismatch && a.measured.empty())
+    throw InputError("--allow-device-mismatch takes --measured rows of another device: drop it or give --measured");
+  out.request.measured =
+      measured_splits(a.measured, out.request, out.profile, out.both_grad_ckpt, a.allow_device_mismatch, std::cerr);
   return true;
 }
 

@@ -9,7 +9,8 @@
 namespace lorasim::cli {
 
 std::vector<sim::MeasuredSplit> measured_splits(const std::vector<std::string>& paths, const sim::Request& request,
-                                                const hw::Profile& profile, bool both_grad_ckpt, std::ostream& err) {
+                                                const hw::Profile& profile, bool both_grad_ckpt,
+                                                bool allow_device_mismatch, std::ostream& err) {
   // Under --grad-ckpt auto a row of either setting is of the workload, and stands for that setting's split.
   auto label_of = [&](bool grad_ckpt) {
     calib::Measurement wanted;
@@ -28,7 +29,7 @@ std::vector<sim::MeasuredSplit> measured_splits(const std::vector<std::string>& 
   for (const std::string& path : paths) {
     size_t ignored = 0;
     const std::vector<calib::Measurement> rows = calib::load_measurements(path);
-    require_rows_of_profile(rows, profile, "recommend --measured");
+    if (!allow_device_mismatch) require_rows_of_profile(rows, profile, "recommend --measured");
     for (const calib::Measurement& m : rows) {
       const std::string l = calib::workload_label(m);
       if (l != label && l != other) {

@@ -15,8 +15,9 @@ namespace lorasim::cli {
 /// splits; with `both_grad_ckpt` (--grad-ckpt auto) rows of either checkpointing setting, each
 /// standing for its own setting's split. The other rows are counted on `err`, one line per file.
 /// Throws ConfigError for a file load_measurements refuses, InputError for a file given twice
-/// or rows of another device than `profile`'s (require_rows_of_profile).
+/// or rows of another device than `profile`'s (require_rows_of_profile) unless `allow_device_mismatch`.
 std::vector<sim::MeasuredSplit> measured_splits(const std::vector<std::string>& paths, const sim::Request& request,
-                                                const hw::Profile& profile, bool both_grad_ckpt, std::ostream& err);
+                                                const hw::Profile& profile, bool both_grad_ckpt,
+                                                bool allow_device_mismatch, std::ostream& err);
 
 }  // namespace lorasim::cli

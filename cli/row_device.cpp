@@ -64,7 +64,7 @@ void require_rows_of_profile(const std::vector<calib::Measurement>& rows, const 
       throw InputError("the run " + calib::run_label(m) + " ran on " + m.device + ", but the profile (" +
                        profile.source_text_name + ") describes the " + profile.hw.display_name + ": `lorasim " + command +
                        "` puts runs in place of that device's predictions, so give the runs of the " +
-                       profile.hw.display_name + ", or the profile of " + m.device);
+                       profile.hw.display_name + ", or the profile of " + m.device + " (or pass --allow-device-mismatch)");
 }
 
 hw::Profile profile_for_rows(const std::vector<calib::Measurement>& rows, const HardwareArgs& args,

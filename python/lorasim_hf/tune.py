@@ -96,6 +96,9 @@ def tune(trainer, gpu=None, profile=None, max_trial_steps=10, lorasim=None, *, g
     for m in modes:
         say("  " + _prior_line(m, before[m]))
     say("  from the pick the micro-batch grows until one runs out of memory (or the budget ends)")
+    if len(modes) > 1:
+        say("  then the other setting, only at splits that could beat the best measured and fit (the prior "
+            "rescaled by the trials), from the smallest up")
     results, spent = _search(trainer, workload, modes, before, max_trial_steps, fixed, memory_limit, say)
     if not any(r.ran for r in results.values()):
         raise LorasimError(f"every split tried ran out of memory ({', '.join(map(str, results))}); try gradient "
@@ -201,13 +204,16 @@ def _search(trainer, workload, modes, before, budget, fixed, memory_limit, say):
     """{Split: Measured} of the trials, and the optimizer steps they spent; fixed: the one
     checkpointing setting of every trial, or None (each split's own, or the trainer's). A trial
     whose peak passes memory_limit ran, but it is the boundary all the same."""
-    plans = []
+    plans, priors = [], {}
     for m in modes:
         splits = [Split(s["micro_batch"], s["accumulation"], m)
                   for s in sorted(before[m]["splits"], key=lambda s: s["micro_batch"])]
         best = before[m].get("recommended")
         start = None if best is None else Split(best["micro_batch"], best["accumulation"], m)
         plans.append((splits, start))
+        for s in before[m]["splits"]:  # what the other mode's trials are judged by, rescaled by the first's
+            priors[Split(s["micro_batch"], s["accumulation"], m)] = (s["step_time_s"], s.get("worst_reserved_bytes"))
+    usable = before[modes[0]].get("usable_memory_bytes")
     state = TrainingState(trainer, trainer.model)  # first: even preparing the trials' data sets attributes
     try:
         trials = Trials(trainer, workload)
@@ -222,7 +228,7 @@ def _search(trainer, workload, modes, before, budget, fixed, memory_limit, say):
                 m.over_limit = bool(memory_limit and m.peak_bytes and m.peak_bytes > memory_limit)
                 return m
 
-            search = Search(plans, budget, run_trial, report=say)
+            search = Search(plans, budget, run_trial, report=say, priors=priors, usable_bytes=usable)
             results = search.run()
     finally:
         state.restore()

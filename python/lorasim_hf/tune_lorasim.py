@@ -13,6 +13,11 @@ def base_flags(gpu, profile):
     return ["--profile", str(profile)] if profile is not None else ["--gpu", gpu]
 
 
+# The trial rows ran on this device, and the base profile is the one tune was given (gpu=, profile=,
+# or a refit of such): where that is another GPU's, on purpose, lorasim must still take the rows.
+OWN_ROWS = ["--allow-device-mismatch"]
+
+
 def profile_facts(exe, gpu=None, profile=None):
     """{"display_name": ..., "bf16_supported": ...} of the base profile: an embedded one from
     `lorasim profiles --format json`, a file from its [gpu] table."""
@@ -43,7 +48,7 @@ def _limit(memory_limit):
 
 def fit(exe, rows_path, out_path, gpu=None, profile=None):
     """`lorasim fit --fit-mode anchored`: the base profile refined by the trial rows."""
-    cmd = [exe, "fit", "--measurements", rows_path, "--fit-mode", "anchored", "--out", out_path]
+    cmd = [exe, "fit", "--measurements", rows_path, "--fit-mode", "anchored", "--out", out_path] + OWN_ROWS
     cmd += base_flags(gpu, profile)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -60,7 +65,7 @@ def recommend_measured(exe, workload, rows_path, gpu=None, profile=None, memory_
     (`lorasim recommend --measured ROWS`): {"splits": [...], "recommended": {...} or None}."""
     if workload.lengths_path is None:
         cmd = [exe, "recommend", "--format", "json", "--effective-batch", str(workload.effective_batch),
-               "--measured", rows_path] + base_flags(gpu, profile) + workload.flags + _limit(memory_limit)
+               "--measured", rows_path] + OWN_ROWS + base_flags(gpu, profile) + workload.flags + _limit(memory_limit)
         pick = run_json(cmd)
         unmatched = [s for s in pick["splits"] if (s["micro_batch"], s["accumulation"]) in _tried(rows_path)
                      and not (s.get("measured") or s.get("measured_oom"))]

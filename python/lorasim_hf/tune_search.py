@@ -8,7 +8,9 @@ The search starts at the prior's pick (lorasim's predicted fastest split that fi
 the micro-batches (the divisors of the effective batch B; accumulation B / micro-batch) until one
 runs out of memory, goes over the memory limit, or the budget ends: a cautious prior no longer
 caps the micro-batch. A pick that runs out of memory walks down instead. With checkpointing weighed
-(`grad_ckpt="auto"`) each mode has its own walk, the prior's faster mode first.
+(`grad_ckpt="auto"`) the prior's faster mode walks first, to its boundary; the other mode is tried
+only at splits that could beat the best measured and could fit, judged by the prior rescaled by
+the trials (measured over predicted time and peak), from the smallest such micro-batch upward.
 """
 import dataclasses
 import math
@@ -126,20 +128,23 @@ def trial_steps(accumulation):
 class Search:
     """Runs the trials: `run()` returns {Split: Measured}; `spent` counts optimizer steps."""
 
-    def __init__(self, modes, budget_steps, run_trial, report=None, refit_splits=3):
+    def __init__(self, modes, budget_steps, run_trial, report=None, refit_splits=3, priors=None, usable_bytes=None):
         """modes: [(splits ordered by micro-batch, the prior's pick among them or None)], the preferred
-        mode first; run_trial(split, steps) -> Measured; report(line) prints a line as it goes."""
+        mode first; run_trial(split, steps) -> Measured; report(line) prints a line as it goes.
+        priors: {Split: (predicted step time s, predicted worst peak bytes or None)} of every mode,
+        usable_bytes: the memory a split may hold; with priors, a later mode is gated by them."""
         self.modes, self.budget, self.run_trial = modes, budget_steps, run_trial
         self.report = report or (lambda line: None)
         self.refit_splits = refit_splits
+        self.priors, self.usable_bytes = priors or {}, usable_bytes
         self.results, self.spent, self.trials = {}, 0, 0
 
     def left(self):
         return self.budget - self.spent
 
-    def _trial(self, split, reserve=0):
-        """One trial of `split`, its steps within the budget less what later modes keep (`reserve`)."""
-        steps = min(trial_steps(split.accumulation), self.left() - reserve)
+    def _trial(self, split):
+        """One trial of `split`, its steps within the budget."""
+        steps = min(trial_steps(split.accumulation), self.left())
         m = dataclasses.replace(self.run_trial(split, steps), split=split)
         self.spent += max(1, m.steps)
         self.trials += 1
@@ -166,37 +171,109 @@ class Search:
             return any(m.ran and not m.over_limit and m.split.micro_batch >= split.micro_batch for m in other)
         return any(self._stopped(m) and m.split.micro_batch <= split.micro_batch for m in other)
 
-    def _walk(self, splits, start, reserve):
-        """Up from `start` to the first split that does not run; down from it if it does not."""
+    def _allowed(self, splits):
+        """The splits not known without running; says so in a line when none is left."""
         allowed = [s for s in splits if not self._skipped(s)]
+        if not allowed and splits and splits[0].grad_ckpt:
+            self.report("  with checkpointing: nothing to try (it is slower at every micro-batch up to one that "
+                        "ran without it)")
+        elif not allowed and splits:
+            self.report("  without checkpointing: nothing to try (every micro-batch ran out of memory with it)")
+        return allowed
+
+    def _walk(self, splits, start):
+        """Up from `start` (None: the smallest) to the first split that does not run; down from it if
+        it does not. Until its boundary it keeps the budget: no other mode is started before."""
+        allowed = self._allowed(splits)
         if not allowed:
-            if splits and splits[0].grad_ckpt:
-                self.report("  with checkpointing: nothing to try (it is slower at every micro-batch up to one that "
-                            "ran without it)")
-            elif splits:
-                self.report("  without checkpointing: nothing to try (every micro-batch ran out of memory with it)")
             return
-        if start is None or start not in allowed:
-            below = [s for s in allowed if start is None or s.micro_batch <= start.micro_batch]
+        if start is None:
+            start = allowed[0]
+        elif start not in allowed:
+            below = [s for s in allowed if s.micro_batch <= start.micro_batch]
             start = below[-1] if below else allowed[0]
         i = allowed.index(start)
-        first = self._trial(start, reserve) if self.left() - reserve >= 2 else None
+        first = self._trial(start) if self.left() >= 2 else None
         if first is None:
             return
         step = -1 if self._stopped(first) else 1
         i += step
-        while 0 <= i < len(allowed) and self.left() - reserve >= 2:
-            m = self._trial(allowed[i], reserve)
+        while 0 <= i < len(allowed) and self.left() >= 2:
+            m = self._trial(allowed[i])
             if step == 1 and self._stopped(m) or step == -1 and not self._stopped(m):
                 return
             i += step
 
+    def _gated_walk(self, splits):
+        """A later mode: from the smallest micro-batch that could beat the best measured and fit, up
+        through such splits until one does not run; nothing (and a line saying why) when none could."""
+        allowed = self._allowed(splits)
+        last = 0
+        while allowed:
+            candidates = [s for s in self._candidates(allowed) if s.micro_batch > last]
+            if not candidates:
+                if last == 0:
+                    self.report(self._skip_line(splits[0].grad_ckpt))
+                return
+            if self.left() < 2:
+                self.report(f"  {_mode_words(splits[0].grad_ckpt)}: the budget is spent before "
+                            f"{candidates[0]} could be tried")
+                return
+            m = self._trial(candidates[0])
+            if self._stopped(m):
+                return
+            last = candidates[0].micro_batch
+
+    def _best_measured(self):
+        ok = [m for m in self.results.values() if m.ran and not m.over_limit]
+        return min(ok, key=lambda m: m.step_time_s) if ok else None
+
+    def _ratios(self, grad_ckpt):
+        """(measured / predicted step time, measured / predicted peak): medians over this mode's
+        trials that ran, else over every mode's; None where nothing tells."""
+        ran = [m for m in self.results.values() if m.ran and m.split in self.priors]
+        own = [m for m in ran if m.split.grad_ckpt == grad_ckpt]
+        ran = own or ran
+        times = [m.step_time_s / self.priors[m.split][0] for m in ran if self.priors[m.split][0]]
+        peaks = [m.peak_bytes / self.priors[m.split][1] for m in ran
+                 if m.peak_bytes is not None and self.priors[m.split][1]]
+        return (statistics.median(times) if times else None, statistics.median(peaks) if peaks else None)
+
+    def _candidates(self, allowed):
+        """The untried splits of `allowed` that could beat the best measured and could fit: the prior
+        rescaled by the trials; without checkpointing a micro-batch holds at least its measured peak
+        with checkpointing."""
+        best = self._best_measured()
+        time_x, peak_x = self._ratios(allowed[0].grad_ckpt)
+        out = []
+        for s in allowed:
+            time_s, peak = self.priors.get(s, (None, None))
+            if s in self.results:
+                continue
+            if best is not None and time_x is not None and time_s is not None and time_s * time_x >= best.step_time_s:
+                continue
+            floor = [m.peak_bytes for m in self.results.values() if s.grad_ckpt is False and m.split.grad_ckpt
+                     and m.split.micro_batch == s.micro_batch and m.peak_bytes is not None]
+            need = max(([peak * peak_x] if peak is not None and peak_x is not None else []) + floor, default=None)
+            if need is not None and self.usable_bytes and need > self.usable_bytes:
+                continue
+            out.append(s)
+        return out
+
+    def _skip_line(self, grad_ckpt):
+        best = self._best_measured()
+        time_x, peak_x = self._ratios(grad_ckpt)
+        beat = f"beat the measured best ({best.split} at {best.step_time_s:.4f} s/step) and " if best else ""
+        scale = ", ".join(f"{what} x{x:.2f}" for what, x in (("time", time_x), ("peak", peak_x)) if x is not None)
+        return (f"  {_mode_words(grad_ckpt)}: not tried -- no split could {beat}fit, by the prior rescaled by the "
+                f"trials ({scale or 'no trial to rescale by'})")
+
     def run(self):
         for k, (splits, start) in enumerate(self.modes):
-            # Weighing checkpointing: the later modes keep a trial's worth of the budget each.
-            later = len(self.modes) - 1 - k
-            reserve = min(later * 3, max(0, self.budget // 2 - 1)) if later else 0
-            self._walk(splits, start, reserve)
+            if k == 0 or not self.priors:
+                self._walk(splits, start)
+            else:
+                self._gated_walk(splits)
         while self.left() >= 2:
             split = self._next_refinement()
             if split is None:

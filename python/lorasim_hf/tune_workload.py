@@ -98,8 +98,9 @@ class Workload:
         flags = ["--model-config", self.config_path, "--stack", "hf-peft",
                  "--precision", self.row["precision"], "--autocast", _tf(self.row["autocast"]),
                  "--allocator", self.row["allocator"], "--fused-lm-head", _tf(self.row["fused_lm_head"])]
-        if self.grad_ckpt:
-            flags.append("--grad-ckpt")
+        # Said either way: recommend weighs both settings when none is given, and a trial row then
+        # stands for one of two splits of its micro-batch.
+        flags += ["--grad-ckpt", _tf(self.grad_ckpt)]
         if "lora_rank" in lora:
             flags += ["--lora-rank", str(lora["lora_rank"]), "--lora-alpha", repr(lora["lora_alpha"]),
                       "--lora-dropout", repr(lora["lora_dropout"])]
@@ -133,7 +134,8 @@ class Workload:
         other = copy.copy(self)
         other.grad_ckpt = bool(grad_ckpt)
         other.row = dict(self.row, grad_ckpt=other.grad_ckpt)
-        other.flags = [f for f in self.flags if f != "--grad-ckpt"] + (["--grad-ckpt"] if grad_ckpt else [])
+        at = self.flags.index("--grad-ckpt")
+        other.flags = self.flags[:at] + ["--grad-ckpt", _tf(other.grad_ckpt)] + self.flags[at + 2:]
         return other
 
 

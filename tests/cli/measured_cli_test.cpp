@@ -156,6 +156,21 @@ TEST(MeasuredCliTest, SeveralFilesArePooled) {
   EXPECT_EQ(split_of(j, 4)["step_time_s"], 1.5);
 }
 
+TEST(MeasuredCliTest, RowsOfAnotherDeviceNeedAllowDeviceMismatch) {
+  // tune's case (issue 28): its own trial rows of an H100, a base profile of another GPU given on purpose.
+  TempDir dir;
+  write_file(dir / "rows.csv",
+             "model,seq_len,micro_batch,accumulation,step_time_s,peak_reserved_bytes,grad_ckpt,stack,device\n"
+             "qwen3-1.7b,512,4,4,1.02,15053946880,false,hf-peft,NVIDIA H100 80GB HBM3\n");
+  const std::string rows = (dir / "rows.csv").string();
+  expect_error(cap_args("recommend", {"--measured", rows}), kUsage,
+               {"ran on NVIDIA H100 80GB HBM3", "--allow-device-mismatch"});
+  const json j = ok_json(cap_args("recommend", {"--format", "json", "--measured", rows, "--allow-device-mismatch"}));
+  EXPECT_TRUE(split_of(j, 4)["measured"]);
+  EXPECT_EQ(split_of(j, 4)["step_time_s"], 1.02);
+  expect_error(cap_args("recommend", {"--allow-device-mismatch"}), kUsage, {"--allow-device-mismatch", "--measured"});
+}
+
 TEST(MeasuredCliTest, BadMeasuredInputsAreOneClearError) {
   TempDir dir;
   expect_error(cap_args("recommend", {"--measured", (dir / "missing.csv").string()}), kConfig, {"missing.csv"});

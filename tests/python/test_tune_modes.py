@@ -45,17 +45,18 @@ def test_auto_turns_checkpointing_on_where_it_lets_a_larger_micro_batch_run(tmp_
     result = tune_of(tuned, tmp_path, lorasim, max_trial_steps=10)
     trials = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  trial")]
     # Without checkpointing (the prior's faster mode) down from 8x1 to 2x4, which runs; then with
-    # it from its pick 8x1, which runs; then 1x8 without for the refit. 1 + 1 + 2 + 3 + 2 steps.
+    # it up from the smallest micro-batch that could beat 2x4 (4x2: 2x4 ran without, and is faster)
+    # to 8x1, which runs. 1 + 1 + 2 + 2 + 3 steps, 1 left: no trial for the refit.
     assert trials == ["  trial 1: 8x1 no checkpointing, 1 step: out of memory",
                       "  trial 2: 4x2 no checkpointing, 1 step: out of memory",
                       "  trial 3: 2x4 no checkpointing, 2 steps: 0.0050 s/step +- 0.0%",
-                      "  trial 4: 8x1 checkpointed, 3 steps: 0.0020 s/step +- 0.0%",
-                      "  trial 5: 1x8 no checkpointing, 2 steps: 0.0090 s/step +- 0.0%"]
+                      "  trial 4: 4x2 checkpointed, 2 steps: 0.0030 s/step +- 0.0%",
+                      "  trial 5: 8x1 checkpointed, 3 steps: 0.0020 s/step +- 0.0%"]
     assert (result.micro_batch, result.accumulation, result.grad_ckpt) == (8, 1, True)
     assert tuned.args.gradient_checkpointing is True and result.trial_steps == 9
     rows = [json.loads(line) for line in open(result.rows_path)]
     assert [(r["micro_batch"], r["grad_ckpt"], r["oom"]) for r in rows] == [
-        (8, False, True), (4, False, True), (2, False, False), (8, True, False), (1, False, False)]
+        (8, False, True), (4, False, True), (2, False, False), (4, True, False), (8, True, False)]
     assert not tuned.model.is_gradient_checkpointing  # as before tune: train() turns it on
     tuned.train()
     plain = trainer_of(torch, tmp_path, 8, 1, gradient_checkpointing=True)

@@ -2,8 +2,11 @@
 search driven by a fake trial runner (out of memory above a given micro-batch), so the order of
 the trials, their steps and the budget are exact."""
 import math
+import types
+import warnings
 
 import pytest
+from conftest import lorasim_binary
 
 from lorasim_hf.tune_search import (Measured, Search, Split, decide, decision_line, trial_line, trial_steps,
                                     verdict)
@@ -169,12 +172,110 @@ def test_a_split_over_the_limit_without_checkpointing_leaves_checkpointing_to_tr
     assert decide(list(results.values())).chosen == Split(4, 1, True)
 
 
-def test_the_first_mode_leaves_the_second_a_trial_of_the_budget():
-    device = FakeDevice(fits_up_to=16, ckpt_fits_up_to=16)
+def test_a_walk_short_of_its_boundary_keeps_the_budget_before_another_mode():
+    device, lines = FakeDevice(fits_up_to=16, ckpt_fits_up_to=16), []
     modes = [(splits(16, False), Split(1, 16, False)), (splits(16, True), Split(8, 2, True))]
-    s = Search(modes, 10, device)
+    s = Search(modes, 10, device, report=lines.append)
     s.run()
-    # Without checkpointing the walk stops with 4 steps left (3 kept back); with it, 8x2 and 16x1 run.
+    # No step is kept back for checkpointing: the walk goes on up to 16x1 (the last 2 steps), and
+    # every micro-batch then ran without checkpointing, which is faster.
     assert device.log == [("1x16 no checkpointing", 2), ("2x8 no checkpointing", 2), ("4x4 no checkpointing", 2),
-                          ("8x2 checkpointed", 2), ("16x1 checkpointed", 2)]
+                          ("8x2 no checkpointing", 2), ("16x1 no checkpointing", 2)]
     assert s.spent == 10
+    assert lines[-1] == ("  with checkpointing: nothing to try (it is slower at every micro-batch up to one that "
+                         "ran without it)")
+
+
+# The H100 run of issue 28 (SFTTrainer, qwen3-1.7b, lengths up to 1024, B=16, 9 GiB cap) from the
+# prior of an A10G: {micro-batch: (predicted s, predicted worst GiB)} with and without
+# checkpointing, and what the H100 measured (s, peak GiB); without checkpointing every split ran
+# out of memory.
+PRIOR_CKPT = {1: (7.5301, 6.64), 2: (5.2806, 7.41), 4: (6.2200, 8.95), 8: (7.2789, 11.71), 16: (8.4069, 17.22)}
+PRIOR_NO_CKPT = {1: (4.0843, 14.16), 2: (3.7915, 22.46), 4: (4.4340, 39.07), 8: (5.1542, 71.29),
+                 16: (5.9344, 135.74)}
+H100_CKPT = {1: (7.45, 3.90), 2: (3.7226, 4.28), 4: (1.8669, 5.08), 8: (0.9488, 6.10), 16: (0.8303, 8.50)}
+
+
+def h100_device(log):
+    def run_trial(split, steps):
+        log.append((str(split), steps))
+        if not split.grad_ckpt:
+            return Measured(split, 1, oom=True)
+        step_s, peak_gib = H100_CKPT[split.micro_batch]
+        n = steps * split.accumulation - 1
+        micro = [(step_s - 0.01) / split.accumulation] * n
+        return Measured(split, steps, micro_batch_times_s=micro, optimizer_times_s=[0.01] * (steps - 1),
+                        peak_bytes=peak_gib * 2**30)
+    return run_trial
+
+
+def a10g_priors():
+    priors = {}
+    for grad_ckpt, table in ((True, PRIOR_CKPT), (False, PRIOR_NO_CKPT)):
+        for b, (step_s, gib) in table.items():
+            priors[Split(b, 16 // b, grad_ckpt)] = (step_s, gib * 2**30)
+    return priors
+
+
+@pytest.mark.parametrize("budget", [10, 16])
+def test_a_wrong_prior_still_ends_at_the_fastest_split_that_fits(budget):
+    log, lines = [], []
+    # The prior's faster mode is checkpointing (nothing fits without): its pick 2x8 is walked first.
+    modes = [(splits(16, True), Split(2, 8, True)), (splits(16, False), None)]
+    s = Search(modes, budget, h100_device(log), report=lines.append, priors=a10g_priors(), usable_bytes=9 * 2**30)
+    results = s.run()
+    assert log[:4] == [("2x8 checkpointed", 2), ("4x4 checkpointed", 2), ("8x2 checkpointed", 2),
+                       ("16x1 checkpointed", 3)]
+    assert s.spent <= budget
+    assert not any(split.endswith("no checkpointing") for split, _ in log)
+    assert decide(list(results.values())).chosen == Split(16, 1, True)
+    if budget > 10:
+        # Rescaled by the trials (medians: time x0.215, peak x0.544), 2x8 could beat 0.83 s (0.816 s)
+        # but needs 12.2 GiB; 1x16 would fit (7.7 GiB) but not beat it (0.879 s): none is tried.
+        assert ("  without checkpointing: not tried -- no split could beat the measured best (16x1 checkpointed "
+                "at 0.8303 s/step) and fit, by the prior rescaled by the trials (time x0.22, peak x0.54)") in lines
+
+
+def test_the_second_mode_starts_at_its_smallest_candidate_and_walks_up():
+    log = []
+    device = FakeDevice(fits_up_to=8, ckpt_fits_up_to=16, c=0.05, d=0.01, ckpt_cost=1.5)
+
+    def run_trial(split, steps):
+        log.append(str(split))
+        return device(split, steps)
+
+    # The prior is exact (ratio 1), without peaks: of the splits without checkpointing only 8x2
+    # (0.27 s) and 16x1 (0.22 s) beat the best checkpointed, 16x1 (0.01 + 1.5 x 0.21 = 0.325 s);
+    # 4x4 (0.37 s) does not. The walk starts at 8x2, not at the largest, and ends at 16x1's OOM.
+    priors = {}
+    for grad_ckpt, cost in ((True, 1.5), (False, 1.0)):
+        for sp in splits(16, grad_ckpt):
+            priors[sp] = (sp.accumulation * cost * (0.05 + 0.01 * sp.micro_batch) + 0.01, None)
+    modes = [(splits(16, True), Split(4, 4, True)), (splits(16, False), None)]
+    results = Search(modes, 20, run_trial, priors=priors).run()
+    assert log[:5] == ["4x4 checkpointed", "8x2 checkpointed", "16x1 checkpointed", "8x2 no checkpointing",
+                       "16x1 no checkpointing"]
+    assert not any(b in log for b in ("1x16 no checkpointing", "2x8 no checkpointing", "4x4 no checkpointing"))
+    assert decide(list(results.values())).chosen == Split(8, 2, False)
+
+
+def test_tune_hands_lorasim_its_own_rows_of_another_device(tmp_path):
+    # Issue 28's cap15: rows of the H100 on the a10g prior (gpu= given on purpose). lorasim refuses
+    # rows of another device unless told; tune tells it, so the rows are matched, not overlaid.
+    from lorasim_hf.tune_lorasim import recommend_measured
+
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/lorasim or $LORASIM)")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"model": "qwen3-1.7b", "seq_len": 512, "micro_batch": 4, "accumulation": 4, "grad_ckpt": false, '
+                    '"step_time_s": 0.7646, "peak_reserved_bytes": 15051259904, "stack": "hf-peft", '
+                    '"device": "NVIDIA H100 80GB HBM3"}\n')
+    workload = types.SimpleNamespace(effective_batch=16, lengths_path=None,
+                                     flags=["--model", "qwen3-1.7b", "--seq-len", "512", "--stack", "hf-peft",
+                                            "--grad-ckpt", "false"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the "did not match" fallback would warn
+        pick = recommend_measured(exe, workload, str(rows), gpu="a10g", memory_limit=15 * 2**30)
+    four = [s for s in pick["splits"] if s["micro_batch"] == 4]
+    assert len(four) == 1 and four[0]["measured"] and four[0]["step_time_s"] == 0.7646
