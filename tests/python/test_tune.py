@@ -163,8 +163,9 @@ def test_the_search_walks_up_from_a_cautious_prior_to_the_out_of_memory(tmp_path
     # A cautious prior (its worst case fits only 1x16): the trials walk up until 16x1 runs out of
     # memory (faked above 8), and set 8x2 -- a micro-batch the prior refused.
     import importlib
-    tune_module = importlib.import_module("lorasim_hf.tune")  # the module: the package's `tune` is the function
-    tune, real_predict = tune_module.tune, tune_module.predict
+    tune = importlib.import_module("lorasim_hf.tune").tune  # the module's: the package's `tune` is the function
+    flow = importlib.import_module("lorasim_hf.tune_flow")  # where every framework's tuner predicts
+    real_predict = flow.predict
 
     def cautious(*args, **kw):
         p = real_predict(*args, **kw)
@@ -173,7 +174,7 @@ def test_the_search_walks_up_from_a_cautious_prior_to_the_out_of_memory(tmp_path
         p["recommended"] = next(dict(s) for s in p["splits"] if s["micro_batch"] == 1)
         return p
 
-    monkeypatch.setattr(tune_module, "predict", cautious)
+    monkeypatch.setattr(flow, "predict", cautious)
     trainer = trainer_of(torch, tmp_path, 1, 16)
     real_step = trainer.training_step
 
