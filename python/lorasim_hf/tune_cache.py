@@ -2,6 +2,7 @@
 folder per device and software versions (a profile refined on one GPU with one torch,
 transformers and peft describes exactly that stack), reused as the base of the next tune there.
 """
+import importlib
 import os
 import re
 import time
@@ -39,12 +40,17 @@ def embedded_gpu(name, memory_bytes=None):
     return None
 
 
-def cache_key(device):
-    import peft
-    import transformers
+def cache_key(device, extra=()):
+    """The device and the versions of torch, transformers and peft (those installed), then `extra`
+    (another framework's name and version: a profile refined under it describes its stack)."""
     torch = require("torch")
-    parts = [device_name(device), f"torch-{torch.__version__}", f"transformers-{transformers.__version__}",
-             f"peft-{peft.__version__}"]
+    parts = [device_name(device), f"torch-{torch.__version__}"]
+    for name in ("transformers", "peft"):
+        try:
+            parts.append(f"{name}-{importlib.import_module(name).__version__}")
+        except ImportError:
+            pass
+    parts += list(extra)
     return "__".join(re.sub(r"[^A-Za-z0-9.+-]+", "_", p) for p in parts)
 
 
@@ -52,8 +58,8 @@ class Cache:
     """`profile` (the refined profile of this device and versions, kept between runs) and `run_dir`
     (a new folder for this tune's config, lengths and rows)."""
 
-    def __init__(self, cache_dir, device):
-        self.root = os.path.join(os.path.abspath(cache_dir or default_cache_dir()), cache_key(device))
+    def __init__(self, cache_dir, device, extra=()):
+        self.root = os.path.join(os.path.abspath(cache_dir or default_cache_dir()), cache_key(device, extra))
         self.profile = os.path.join(self.root, "profile.toml")
         stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}-{time.perf_counter_ns() % 10**6}"
         self.run_dir = os.path.join(self.root, "runs", stamp)

@@ -43,7 +43,9 @@ def predict(exe, workload, gpu=None, profile=None, memory_limit=None):
 
 
 def _limit(memory_limit):
-    return ["--memory-limit", f"{memory_limit / 2**30:.4f}GiB"] if memory_limit else []
+    # The limit is the real device's (or the user's); a profile of another GPU, given on purpose, may
+    # have less memory than the device the trials run on.
+    return ["--memory-limit", f"{memory_limit / 2**30:.4f}GiB", "--allow-over-memory"] if memory_limit else []
 
 
 def fit(exe, rows_path, out_path, gpu=None, profile=None):

@@ -10,10 +10,14 @@ from lorasim_hf.recommend import LorasimError
 from lorasim_hf.tune_search import MIN_DIFFERENCE, Split, decide, decision_line
 
 
-def mark_limits(results, picks):
+def mark_limits(results, picks, ran_under_limit=False):
     """A measured split lorasim calls not fitting (its measured peak against the usable memory and
     the measurement's margin) is over the limit: the decision does not take it. Without a measured
-    peak (the CPU) lorasim's verdict is a prediction, and the trial that ran outranks it."""
+    peak (the CPU) lorasim's verdict is a prediction, and the trial that ran outranks it; so does a
+    trial that ran, its worst micro-batch included, under the limit training runs under (ran_under_limit):
+    a capped allocator fills its cap before it frees cached blocks, so such a peak sits at the limit."""
+    if ran_under_limit:
+        return
     for split, m in results.items():
         pick = picks.get(split.grad_ckpt)
         if pick is None or not m.ran or m.peak_bytes is None:
@@ -41,10 +45,10 @@ def _untried_pick(results, picks, best_s, refined):
     return found
 
 
-def final_split(results, picks, refined, effective_batch):
+def final_split(results, picks, refined, effective_batch, ran_under_limit=False):
     """(the Split to set, the lines saying why). picks: {grad_ckpt: lorasim's pick with the measured
-    splits}; refined: whether the profile was refit on the trials."""
-    mark_limits(results, picks)
+    splits}; refined: whether the profile was refit on the trials; ran_under_limit: mark_limits'."""
+    mark_limits(results, picks, ran_under_limit)
     decision = decide(list(results.values()))
     if decision is None:
         tried = ", ".join(str(s) for s in results)

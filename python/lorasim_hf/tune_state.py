@@ -104,13 +104,15 @@ def _scaler_state(scaler):
 class TrainingState:
     """Saves at construction, `swap_in_weights()` before the trials, `restore()` after (idempotent)."""
 
-    def __init__(self, trainer, model):
+    def __init__(self, trainer, model, scaler=_MISSING):
+        """scaler: the fp16 loss scaler (default: the accelerator's, where transformers' Trainer keeps it)."""
         self.trainer, self.model = trainer, model
         self.rng = rng_state()
         self.attributes = [_Attributes(trainer)] + [_Attributes(o) for o in (getattr(trainer, "state", None),
                                                                              getattr(trainer, "control", None))
                                                     if o is not None]
-        scaler = getattr(getattr(trainer, "accelerator", None), "scaler", None)
+        if scaler is _MISSING:
+            scaler = getattr(getattr(trainer, "accelerator", None), "scaler", None)
         self.scaler = (scaler, _scaler_state(scaler)) if scaler is not None else None
         self.flags = [(m, m.training) for m in model.modules()]
         self.checkpointing = _Checkpointing(model)

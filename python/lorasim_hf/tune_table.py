@@ -39,7 +39,8 @@ def _mode(grad_ckpt):
     return {None: "", True: "ckpt", False: "no ckpt"}[grad_ckpt]
 
 
-def format_table(rows, micro_batch, accumulation, grad_ckpt=None):
+def format_table(rows, micro_batch, accumulation, grad_ckpt=None,
+                 names=("per_device_train_batch_size", "gradient_accumulation_steps")):
     weighed = any(r["grad_ckpt"] is not None for r in rows)
     head = ("split",) + (("checkpointing",) if weighed else ()) + (
         "predicted s", "worst GiB", "fits", "measured s", "measured GiB", "")
@@ -58,5 +59,4 @@ def format_table(rows, micro_batch, accumulation, grad_ckpt=None):
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     text = "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
     ckpt = f", gradient_checkpointing={grad_ckpt}" if weighed else ""
-    return f"lorasim tune: {micro_batch}x{accumulation}{ckpt} (per_device_train_batch_size x " \
-           f"gradient_accumulation_steps)\n{text}"
+    return f"lorasim tune: {micro_batch}x{accumulation}{ckpt} ({names[0]} x {names[1]})\n{text}"

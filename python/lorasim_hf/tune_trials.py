@@ -21,20 +21,24 @@ import time
 from lorasim_hf._deps import require
 from lorasim_hf.seen import _PROCESS_SHAPES
 from lorasim_hf.tune_search import Measured, Split
-from lorasim_hf.tune_worst import TimedWidths, example_lengths, longest_examples
+from lorasim_hf.recommend import LorasimError
+from lorasim_hf.tune_worst import TimedWidths, example_lengths, input_ids, longest_examples
 
 _torch = require("torch")
 
 
-class Trials:
-    def __init__(self, trainer, workload):
-        self.trainer, self.workload = trainer, workload
-        self.args, self.model = trainer.args, trainer.model
-        self.cuda = self.args.device.type == "cuda" and _torch.cuda.is_available()
-        self.params = [p for p in self.model.parameters() if p.requires_grad]
-        self.dataset, self.collate = self._data()
+class TrialLoop:
+    """The framework-free part of a trial: the data order, the worst micro-batch, timing, out of
+    memory and the Measured with its row. A framework's subclass gives `_prepare(batches)` (the
+    step's micro-batches as its loop hands them over), `_micro_batch(inputs, index, count)` (forward
+    and backward), `_optimizer_step(opt)` (clipping, the step, zero_grad), `_optimizer()`, `_scaler()`
+    and `checkpointing(on)`."""
+
+    def __init__(self, workload, model, dataset, collate, seed, cuda):
+        self.workload, self.model, self.dataset, self.collate, self.cuda = workload, model, dataset, collate, cuda
+        self.params = [p for p in model.parameters() if p.requires_grad]
         order = list(range(len(self.dataset)))
-        random.Random(self.args.seed).shuffle(order)  # a private generator: no RNG of the training is drawn
+        random.Random(seed).shuffle(order)  # a private generator: no RNG of the training is drawn
         self.order, self.next = order, 0
         self.steps = 0  # optimizer steps run (or begun) by all trials
         self.oom_error = _torch.cuda.OutOfMemoryError
@@ -48,18 +52,8 @@ class Trials:
         self.histogram = varying and (workload.padding == "longest" or workload.padding.startswith("multiple:"))
         self.shapes = []  # (rows, width, real tokens) of the last step's micro-batches, for its TimedWidths
 
-    def _data(self):
-        # As Trainer._get_dataloader prepares them, minus the accelerator's wrapping (whose
-        # gradient state a dataloader left half-read would change).
-        t, ds = self.trainer, self.trainer.train_dataset
-        try:
-            import datasets
-            is_hf_dataset = isinstance(ds, datasets.Dataset)
-        except ImportError:
-            is_hf_dataset = False
-        if is_hf_dataset:
-            return t._remove_unused_columns(ds, description="training"), t.data_collator
-        return ds, t._get_collator_with_removed_columns(t.data_collator, description="training")
+    def checkpointing(self, on):
+        raise LorasimError("this framework's tuner does not switch gradient checkpointing")
 
     def _batch(self, micro_batch):
         picked = []
@@ -74,35 +68,6 @@ class Trials:
         if self.longest is None:
             return None
         return self.collate([self.dataset[i] for i in self.longest[:micro_batch]])
-
-    def checkpointing(self, on):
-        """Gradient checkpointing on or off, as `trainer.train()` turns it on (with the arguments'
-        kwargs); TrainingState puts the model's own setting back."""
-        model = self.model
-        if on and not getattr(model, "is_gradient_checkpointing", False):
-            kwargs = dict(self.args.gradient_checkpointing_kwargs or {})
-            every, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every,
-                                                offload=offload)
-        elif not on and getattr(model, "is_gradient_checkpointing", False):
-            model.gradient_checkpointing_disable()
-
-    @contextlib.contextmanager
-    def prepared(self):
-        """The model as `trainer.train()` runs it: checkpointing on when asked, the forward under
-        accelerate's mixed precision with fp32 outputs (what `accelerator.prepare` installs)."""
-        if self.args.gradient_checkpointing:
-            self.checkpointing(True)
-        acc = self.trainer.accelerator
-        if getattr(acc, "native_amp", False):
-            from accelerate.utils import convert_outputs_to_fp32, get_mixed_precision_context_manager
-            ctx = get_mixed_precision_context_manager(acc.native_amp, acc.autocast_handler)
-            self.model.forward = convert_outputs_to_fp32(ctx(self.model.forward))
-        yield  # TrainingState.restore() puts the forward back
-
-    def _optimizer(self):
-        cls, kwargs = type(self.trainer).get_optimizer_cls_and_kwargs(self.args, self.model)
-        return cls([{"params": self.params, "weight_decay": self.args.weight_decay}], **kwargs)
 
     def _sync(self):
         if self.cuda:
@@ -126,29 +91,17 @@ class Trials:
         (then the gradients are held, as at any micro-batch of a step but the first): ([seconds per
         micro-batch, the worst's last], seconds of the optimizer step). record: a TimedWidths, to
         which the caller reports the shapes left in `self.shapes`."""
-        t, args = self.trainer, self.args
         batches = [self._batch(micro_batch) for _ in range(accumulation)] + ([worst] if worst is not None else [])
         self.shapes = [record.shape_of(b) for b in batches] if record is not None else []
-        batches, n_items = t.get_batch_samples(iter(batches), len(batches), args.device)
-        lens.extend(int(b["input_ids"].shape[-1]) for b in batches[:accumulation] if "input_ids" in b)
-        t.current_gradient_accumulation_steps = len(batches)
-        scaler = getattr(t.accelerator, "scaler", None)
+        batches = self._prepare(batches)
+        lens.extend(int(ids.shape[-1]) for ids in map(input_ids, batches[:accumulation]) if ids is not None)
         self.steps += 1
         self._sync()
         marks = [self._mark()]
-        for inputs in batches:
-            t.training_step(self.model, inputs, n_items)
+        for k, inputs in enumerate(batches):
+            self._micro_batch(inputs, k, len(batches))
             marks.append(self._mark())
-        if scaler is not None:
-            scaler.unscale_(opt)
-        if args.max_grad_norm is not None and args.max_grad_norm > 0:
-            _torch.nn.utils.clip_grad_norm_(self.params, args.max_grad_norm)
-        if scaler is not None:
-            scaler.step(opt)
-            scaler.update()
-        else:
-            opt.step()
-        self.model.zero_grad()
+        self._optimizer_step(opt)
         marks.append(self._mark())
         self._sync()
         intervals = self._intervals_s(marks)
@@ -187,7 +140,7 @@ class Trials:
             oom = True
         if oom:  # out of the except block: the traceback no longer holds the step's tensors
             self.model.zero_grad(set_to_none=True)
-            scaler = getattr(self.trainer.accelerator, "scaler", None)
+            scaler = self._scaler()
             if scaler is not None and opt is not None:
                 # An OOM between unscale_ and update leaves this optimizer's entry behind; the next
                 # trial's optimizer may get the same id and would be refused as already unscaled.
@@ -219,3 +172,78 @@ class Trials:
         all_s.extend(micro[warmup:])
         for k, shape in enumerate(self.shapes):
             record.ran(shape, timed=k >= warmup)
+
+class Trials(TrialLoop):
+    """Trials through a transformers `Trainer`'s own `training_step`, with a throwaway optimizer."""
+
+    def __init__(self, trainer, workload):
+        self.trainer, self.args = trainer, trainer.args
+        cuda = self.args.device.type == "cuda" and _torch.cuda.is_available()
+        super().__init__(workload, trainer.model, *self._data(), self.args.seed, cuda)
+
+    def _data(self):
+        # As Trainer._get_dataloader prepares them, minus the accelerator's wrapping (whose
+        # gradient state a dataloader left half-read would change).
+        t, ds = self.trainer, self.trainer.train_dataset
+        try:
+            import datasets
+            is_hf_dataset = isinstance(ds, datasets.Dataset)
+        except ImportError:
+            is_hf_dataset = False
+        if is_hf_dataset:
+            return t._remove_unused_columns(ds, description="training"), t.data_collator
+        return ds, t._get_collator_with_removed_columns(t.data_collator, description="training")
+
+    def checkpointing(self, on):
+        """Gradient checkpointing on or off, as `trainer.train()` turns it on (with the arguments'
+        kwargs); TrainingState puts the model's own setting back."""
+        model = self.model
+        if on and not getattr(model, "is_gradient_checkpointing", False):
+            kwargs = dict(self.args.gradient_checkpointing_kwargs or {})
+            every, offload = kwargs.pop("every_n_layers", 1), kwargs.pop("offload", False)
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs or None, every_n_layers=every,
+                                                offload=offload)
+        elif not on and getattr(model, "is_gradient_checkpointing", False):
+            model.gradient_checkpointing_disable()
+
+    @contextlib.contextmanager
+    def prepared(self):
+        """The model as `trainer.train()` runs it: checkpointing on when asked, the forward under
+        accelerate's mixed precision with fp32 outputs (what `accelerator.prepare` installs)."""
+        if self.args.gradient_checkpointing:
+            self.checkpointing(True)
+        acc = self.trainer.accelerator
+        if getattr(acc, "native_amp", False):
+            from accelerate.utils import convert_outputs_to_fp32, get_mixed_precision_context_manager
+            ctx = get_mixed_precision_context_manager(acc.native_amp, acc.autocast_handler)
+            self.model.forward = convert_outputs_to_fp32(ctx(self.model.forward))
+        yield  # TrainingState.restore() puts the forward back
+
+    def _optimizer(self):
+        cls, kwargs = type(self.trainer).get_optimizer_cls_and_kwargs(self.args, self.model)
+        return cls([{"params": self.params, "weight_decay": self.args.weight_decay}], **kwargs)
+
+    def _scaler(self):
+        return getattr(self.trainer.accelerator, "scaler", None)
+
+    def _prepare(self, batches):
+        t = self.trainer
+        batches, self.n_items = t.get_batch_samples(iter(batches), len(batches), self.args.device)
+        t.current_gradient_accumulation_steps = len(batches)
+        return batches
+
+    def _micro_batch(self, inputs, index, count):
+        self.trainer.training_step(self.model, inputs, self.n_items)
+
+    def _optimizer_step(self, opt):
+        scaler = self._scaler()
+        if scaler is not None:
+            scaler.unscale_(opt)
+        if self.args.max_grad_norm is not None and self.args.max_grad_norm > 0:
+            _torch.nn.utils.clip_grad_norm_(self.params, self.args.max_grad_norm)
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        self.model.zero_grad()

@@ -13,6 +13,7 @@ from collections import Counter
 from lorasim_hf.callback import (allocator_from_env, fused_lm_head, lora_columns, model_precision, quant_flags,
                                  write_config, _ATTN)
 from lorasim_hf.recommend import LorasimError
+from lorasim_hf.tune_worst import input_ids
 
 # Enough examples for a length histogram whose padded-length statistics are stable; a larger
 # dataset is sampled (with a private generator, so no RNG the training uses is drawn from).
@@ -33,10 +34,10 @@ def effective_batch(args):
 
 
 def _example_length(example):
-    ids = example.get("input_ids") if isinstance(example, dict) else None
+    ids = input_ids(example)
     if ids is None:
-        raise LorasimError("tune needs a tokenized train dataset (examples with input_ids)")
-    return len(ids)
+        raise LorasimError("tune needs a tokenized train dataset (examples with input_ids, or token tensors)")
+    return int(ids.shape[-1]) if hasattr(ids, "shape") else len(ids)
 
 
 def dataset_lengths(dataset, seed):
@@ -55,7 +56,11 @@ def dataset_lengths(dataset, seed):
 
 def padding_mode(trainer):
     """lorasim's --padding for the trainer's collator and arguments."""
-    args, collator = trainer.args, trainer.data_collator
+    return collator_padding(trainer.data_collator, trainer.args)
+
+
+def collator_padding(collator, args=None):
+    """lorasim's --padding for a collator (transformers' or TRL's) and TRL's arguments."""
     if getattr(args, "packing", False):
         return "packed"
     if getattr(collator, "padding_free", False) or getattr(args, "padding_free", False):
@@ -82,22 +87,45 @@ class Workload:
     def __init__(self, trainer, directory):
         args, model = trainer.args, trainer.model
         base = base_model(model)
-        self.effective_batch = effective_batch(args)
-        self.config_path = write_config(base.config, directory)
-        self.grad_ckpt = bool(args.gradient_checkpointing or getattr(base, "is_gradient_checkpointing", False))
-        lora = lora_columns(model)
-        self.row = {"model": self.config_path, "grad_ckpt": self.grad_ckpt, "precision": precision_of(model, args),
-                    "autocast": bool(args.bf16 or args.fp16), "allocator": allocator_from_env(), "stack": "hf-peft",
-                    "loop": "trainer", "fused_lm_head": fused_lm_head(model), **lora}
-        attn = getattr(base.config, "_attn_implementation", None)
+        precision = precision_of(model, args)
+        self.describe(
+            model, directory, effective_batch=effective_batch(args), precision=precision,
+            autocast=bool(args.bf16 or args.fp16),
+            grad_ckpt=bool(args.gradient_checkpointing or getattr(base, "is_gradient_checkpointing", False)),
+            bf16_because=("its arguments say bf16=True" if args.bf16 else
+                          "the model's weights are bfloat16" if precision == "bf16" else None),
+            dataset=trainer.train_dataset, seed=args.seed, padding=padding_mode(trainer), cap=max_length(trainer),
+            fused=fused_lm_head(model), quant=quant_flags(model, args))
+
+    @classmethod
+    def of(cls, model, directory, **parts):
+        """A workload of another framework's parts (describe's keywords)."""
+        self = cls.__new__(cls)
+        self.describe(model, directory, **parts)
+        return self
+
+    def describe(self, model, directory, *, effective_batch, precision, autocast, grad_ckpt, bf16_because, dataset,
+                 seed, padding, cap=None, fused=False, quant=({}, []), model_flags=None,
+                 fp16_hint="train in fp16 (fp16=True, bf16=False, fp32 or fp16 weights)"):
+        """model: the (PEFT) transformers model trained, or None with model_flags (["--model", preset] or
+        ["--model-config", path]); bf16_because: what makes the training bf16, or None; fp16_hint: how
+        to train in fp16 instead, in the framework's words."""
+        self.effective_batch, self.fp16_hint = effective_batch, fp16_hint
+        self.grad_ckpt = bool(grad_ckpt)
+        if model_flags is None:
+            base = base_model(model)
+            self.config_path = write_config(base.config, directory)
+            model_flags = ["--model-config", self.config_path]
+        lora = lora_columns(model) if model is not None else {}
+        self.row = {"model": model_flags[1], "grad_ckpt": self.grad_ckpt, "precision": precision,
+                    "autocast": bool(autocast), "allocator": allocator_from_env(), "stack": "hf-peft",
+                    "loop": "trainer", "fused_lm_head": bool(fused), **lora}
+        attn = getattr(getattr(base_model(model), "config", None), "_attn_implementation", None)
         if attn in _ATTN:
             self.row["attn_impl"] = attn
-        # What makes the training bf16 (a GPU without bf16 cannot run it), or None.
-        self.bf16_because = ("its arguments say bf16=True" if args.bf16 else
-                             "the model's weights are bfloat16" if self.row["precision"] == "bf16" else None)
-        flags = ["--model-config", self.config_path, "--stack", "hf-peft",
-                 "--precision", self.row["precision"], "--autocast", _tf(self.row["autocast"]),
-                 "--allocator", self.row["allocator"], "--fused-lm-head", _tf(self.row["fused_lm_head"])]
+        self.bf16_because = bf16_because
+        flags = model_flags + ["--stack", "hf-peft", "--precision", precision, "--autocast", _tf(autocast),
+                               "--allocator", self.row["allocator"], "--fused-lm-head", _tf(fused)]
         # Said either way: recommend weighs both settings when none is given, and a trial row then
         # stands for one of two splits of its micro-batch.
         flags += ["--grad-ckpt", _tf(self.grad_ckpt)]
@@ -108,15 +136,14 @@ class Workload:
             flags += ["--lora-targets", ",".join(lora["lora_targets"])]
         if "attn_impl" in self.row:
             flags += ["--attn-impl", self.row["attn_impl"]]
-        quant_row, quant = quant_flags(model, args)  # a quantized base's recipe, as the model shows it
+        quant_row, quant = quant  # a quantized base's recipe, as the model shows it
         self.row.update(quant_row)
         flags += quant
-        self.lengths = dataset_lengths(trainer.train_dataset, args.seed)
-        cap = max_length(trainer)
+        self.lengths = dataset_lengths(dataset, seed)
         if cap is not None:
             self.lengths = _truncated(self.lengths, cap)
         self.seq_len = max(self.lengths)
-        self.padding = padding_mode(trainer)
+        self.padding = padding
         if len(self.lengths) == 1 and self.padding != "packed":
             flags += ["--seq-len", str(self.seq_len)]
             self.lengths_path = None

@@ -10,6 +10,7 @@ covers it. Its time is left out of the trial's step time, which stays that of or
 micro-batches; the measurement row, which lorasim's fit prices width by width, holds it in both.
 """
 import collections
+import collections.abc
 import heapq
 import warnings
 
@@ -20,9 +21,20 @@ import warnings
 SCAN_LIMIT = 200_000
 
 
+def input_ids(example):
+    """The token ids of an example or a collated batch: its `input_ids` (a dict), else the example
+    itself when it is a tensor, or the first item of a tuple or list (Lightning's `(x, y)` batches);
+    None when there are none."""
+    if isinstance(example, collections.abc.Mapping):
+        return example.get("input_ids")
+    if isinstance(example, (tuple, list)) and example:
+        example = example[0]
+    return example if hasattr(example, "shape") and len(example.shape) >= 1 else None
+
+
 def _example_length(example):
-    ids = example.get("input_ids") if isinstance(example, dict) else None
-    return 0 if ids is None else len(ids)
+    ids = input_ids(example)
+    return 0 if ids is None else int(ids.shape[-1]) if hasattr(ids, "shape") else len(ids)
 
 
 def _column_lengths(dataset, n):
@@ -64,9 +76,9 @@ class TimedWidths:
 
     def shape_of(self, batch):
         """(rows, width, real tokens) of a collated micro-batch, read on the host before it runs."""
-        ids = batch["input_ids"]
+        ids = input_ids(batch)
         rows, width = int(ids.shape[0]), int(ids.shape[-1])
-        mask = batch.get("attention_mask")
+        mask = batch.get("attention_mask") if isinstance(batch, collections.abc.Mapping) else None
         real = int(mask.sum()) if mask is not None and tuple(mask.shape) == (rows, width) else rows * width
         return rows, width, real
 

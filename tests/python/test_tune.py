@@ -163,8 +163,9 @@ def test_the_search_walks_up_from_a_cautious_prior_to_the_out_of_memory(tmp_path
     # A cautious prior (its worst case fits only 1x16): the trials walk up until 16x1 runs out of
     # memory (faked above 8), and set 8x2 -- a micro-batch the prior refused.
     import importlib
-    tune_module = importlib.import_module("lorasim_hf.tune")  # the module: the package's `tune` is the function
-    tune, real_predict = tune_module.tune, tune_module.predict
+    tune = importlib.import_module("lorasim_hf.tune").tune  # the module's: the package's `tune` is the function
+    flow = importlib.import_module("lorasim_hf.tune_flow")  # where every framework's tuner predicts
+    real_predict = flow.predict
 
     def cautious(*args, **kw):
         p = real_predict(*args, **kw)
@@ -173,7 +174,7 @@ def test_the_search_walks_up_from_a_cautious_prior_to_the_out_of_memory(tmp_path
         p["recommended"] = next(dict(s) for s in p["splits"] if s["micro_batch"] == 1)
         return p
 
-    monkeypatch.setattr(tune_module, "predict", cautious)
+    monkeypatch.setattr(flow, "predict", cautious)
     trainer = trainer_of(torch, tmp_path, 1, 16)
     real_step = trainer.training_step
 
@@ -325,6 +326,11 @@ def test_an_untried_pick_is_set_only_below_a_split_that_ran_and_clearly_faster()
     p[None]["splits"][2]["fits"] = False
     assert final_split(over, p, True, 8)[0] == Split(2, 4)
     assert final_split(results(), p, True, 8)[0] == Split(4, 2)
+    # A trial that ran under the limit training runs under (a capped allocator fills its cap before it
+    # frees cached blocks, so its peak sits at the cap) has shown that it fits: it stands.
+    over = results()
+    over[Split(4, 2)].peak_bytes = 10 * 2**30
+    assert final_split(over, p, True, 8, ran_under_limit=True)[0] == Split(4, 2)
 
 
 def test_the_device_name_gives_the_embedded_profile_and_the_cache_key(torch):
