@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import LLAMA, lorasim_binary
+from conftest import Tokens, LLAMA, lorasim_binary
 
 L = pytest.importorskip("lightning.pytorch")
 
@@ -19,23 +19,8 @@ def lorasim():
     return exe
 
 
-@pytest.fixture
-def steady_clock(monkeypatch):
-    """Every micro-batch and optimizer step of a trial takes 1 ms (the trials' times are exact)."""
-    from lorasim_hf.tune_trials import TrialLoop
-    ticks = iter(range(10**9))
-    monkeypatch.setattr(TrialLoop, "_mark", lambda self: next(ticks) * 1e-3)
 
 
-class Tokens:
-    def __init__(self, torch, n, seq_len, vocab):
-        self.ids = torch.randint(0, vocab, (n, seq_len), generator=torch.Generator().manual_seed(1))
-
-    def __len__(self):
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
 def lora_module(torch, batch_size, oom_above=None, hparams=False, pkg=L):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from conftest import LLAMA, QWEN3, lorasim_binary, lorasim_validate
+from conftest import Tokens, LLAMA, QWEN3, lorasim_binary, lorasim_validate
 
 
 @pytest.fixture(scope="module")
@@ -17,26 +17,8 @@ def lorasim():
     return exe
 
 
-@pytest.fixture
-def steady_clock(monkeypatch):
-    """Every micro-batch and optimizer step of a trial takes 1 ms: a step of accumulation a takes
-    (a + 1) ms, so the trials' timings and the search's sequence are exact, not the CPU's noise."""
-    from lorasim_hf.tune_trials import Trials
-    ticks = iter(range(10**9))
-    monkeypatch.setattr(Trials, "_mark", lambda self: next(ticks) * 1e-3)
 
 
-class Tokens:
-    """Random token rows of one length: a plain torch Dataset, as many Trainer scripts pass."""
-
-    def __init__(self, torch, n, seq_len, vocab):
-        self.ids = torch.randint(0, vocab, (n, seq_len), generator=torch.Generator().manual_seed(1))
-
-    def __len__(self):
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.ids[i]}
 
 
 def peft_model(torch, config=LLAMA, dropout=0.1):
