@@ -98,7 +98,8 @@ std::string note_text(const Note& n, const Request& r, const Result& res) {
     case NoteKind::family_memory:
       return "model_type " + r.workload.arch.model_type + ": no calibration has measured how far the " +
              "allocator holds this family's memory above its peak allocated, so the worst case adds " + percent(v[0]) +
-             " of the peak reserved (bench/results/h200/archs-run1 measured up to 10%)";
+             " of the variable memory (bench/results/h200/archs-run1 measured up to 10% above the calibrated "
+             "families' line)";
     case NoteKind::precision_scaled:
       return std::string("profile rates were fitted in ") + model::precision_name(hw.coefficients_precision) + "; " +
              model::precision_name(r.workload.train.precision) + " times are scaled by the datasheet peak ratio";

@@ -13,7 +13,7 @@ using namespace lorasim::testing;
 TEST(OptionTableTest, HelpPrintsTheTypedDefaults) {
   const std::string help = ok({"simulate", "--help"});
   for (const char* line : {"--seq-len arg (=512)", "--lora-rank arg (=16)", "--lora-alpha arg (=32)",
-                           "--safety-margin arg (=0.05)", "--effective-batch arg (=16)", "--gpu arg (=h200)"})
+                           "--safety-margin arg (=0)", "--effective-batch arg (=16)", "--gpu arg (=h200)"})
     EXPECT_NE(help.find(line), std::string::npos) << line << "\n" << help;
   EXPECT_NE(ok({"fit", "--help"}).find("--fit-mode arg (=auto)"), std::string::npos);
 }

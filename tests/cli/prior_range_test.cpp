@@ -1,10 +1,11 @@
-// The seed's T4 run (issue 17) against the t4 prior as printed: its step times lie inside the
+// The seed's T4 run (issues 17 and 28) against the t4 prior as printed: its step times lie inside the
 // printed range and its peaks under the worst case that decides `fits`; the calibrated H200
 // keeps its own, narrower figures.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/cli/cli_helpers.h"
@@ -29,17 +30,30 @@ struct Measured {
 // Per micro-batch: seconds per step and GiB peak reserved (torch.cuda.max_memory_reserved).
 const std::map<int, Measured> kSeedT4 = {{1, {2.871, 5.45}}, {2, {2.585, 5.58}}, {4, {2.379, 5.81}}};
 
+// The same run as a user types it: SFTTrainer's defaults (checkpointing, the fused LM head).
+std::vector<std::string> seed_sft_args() {
+  return {"simulate", "--gpu", "t4", "--model", "qwen3-1.7b", "--trainer", "sft", "--seq-len", "512",
+          "--effective-batch", "4", "--precision", "fp16", "--format", "json"};
+}
+
 TEST(PriorRangeTest, TheSeedsT4RunLiesInsideTheT4PriorsRangeAndUnderItsWorstCase) {
-  const json j = ok_json(seed_args("t4"));
-  ASSERT_EQ(j["splits"].size(), 3u) << j.dump(2);
-  for (const json& s : j["splits"]) {
-    const int b = s["micro_batch"].get<int>();
-    SCOPED_TRACE("micro-batch " + std::to_string(b));
-    const Measured m = kSeedT4.at(b);
-    EXPECT_LE(s["step_time_low_s"].get<double>(), m.step_s) << s.dump(2);
-    EXPECT_GE(s["step_time_high_s"].get<double>(), m.step_s) << s.dump(2);
-    EXPECT_GE(s["worst_reserved_bytes"].get<double>(), m.reserved_gib * kGiB) << s.dump(2);
-    EXPECT_TRUE(s["fits"]);  // a 15 GiB T4 holds it, as it did
+  const std::pair<const char*, std::vector<std::string>> runs[] = {{"the stack's flags", seed_args("t4")},
+                                                                    {"--trainer sft", seed_sft_args()}};
+  for (const auto& [label, args] : runs) {
+    const json j = ok_json(args);
+    ASSERT_EQ(j["splits"].size(), 3u) << j.dump(2);
+    for (const json& s : j["splits"]) {
+      const int b = s["micro_batch"].get<int>();
+      SCOPED_TRACE(std::string(label) + ", micro-batch " + std::to_string(b));
+      const Measured m = kSeedT4.at(b);
+      EXPECT_LE(s["step_time_low_s"].get<double>(), m.step_s) << s.dump(2);
+      EXPECT_GE(s["step_time_high_s"].get<double>(), m.step_s) << s.dump(2);
+      EXPECT_GE(s["worst_reserved_bytes"].get<double>(), m.reserved_gib * kGiB) << s.dump(2);
+      // The T4's excess over the count was a device term (+1.6-1.7 GiB), which the prior adds
+      // whole: the worst case stays within 20% of what ran (it was 1.45-2.2x with 50% of the peak).
+      EXPECT_LT(s["worst_reserved_bytes"].get<double>(), 1.2 * m.reserved_gib * kGiB) << s.dump(2);
+      EXPECT_TRUE(s["fits"]);  // a 15 GiB T4 holds it, as it did
+    }
   }
 }
 
@@ -54,8 +68,15 @@ TEST(PriorRangeTest, APriorsPrintedRangeIsItsExpectedErrorAndSaysSo) {
       EXPECT_NE(line.find("±50%"), std::string::npos) << line;
     }
   EXPECT_EQ(rows, 3) << r.out;
-  EXPECT_NE(r.out.find("memory by ~50%, and the range and the worst case say so"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(50%: the t4 prior's, above the stack's 5%)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory by ~10% of the activations plus 2048 MiB, and the range and the worst case say so"),
+            std::string::npos)
+      << r.out;
+  // The stack's 256 MiB and the prior's 2 GiB device term, added whole.
+  EXPECT_NE(r.out.find("`fits` adds 10% of the variable memory (what the count was seen to miss; weights and "
+                       "optimizer state are exact) plus 2304 MiB (with the t4 prior's device term, which no "
+                       "datasheet gives)"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(PriorRangeTest, TheCalibratedH200KeepsItsOwnSpreadsAndMargin) {

@@ -23,8 +23,10 @@ std::string parse_error(const std::string& text) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Values with no short decimal form, so that an inexact writer shows.
 constexpr model::StackKind kHf = model::StackKind::hf_peft;
+// A datasheet prior without a [stack.hf-peft] table, the base the tests add one to (the embedded
+// h100-sxm is calibrated and has its own).
+constexpr const char* kPriorBase = "a100-80gb";
 
 // Every number of [stack.hf-peft]: the table's values the stack stores itself.
 std::vector<const model::StoredValue*> stack_values() {
@@ -35,8 +37,9 @@ std::vector<const model::StoredValue*> stack_values() {
 }
 double prior(const char* name) { return model::find_coefficient(name)->in(kHf).prior; }
 
+// Values with no short decimal form, so that an inexact writer shows.
 Profile with_fitted_stack() {
-  Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
+  Profile p = parse_profile(builtin_text(kPriorBase), "test.toml");
   struct {
     model::HardwareModel& hw;
     double& get(const char* n) { return hw.value(n, kHf); }
@@ -62,6 +65,8 @@ Profile with_fitted_stack() {
   t.get("expected_memory_error") = 0.03;
   t.get("host_spread") = 0.2345678901234567;
   t.get("device_spread") = 1.0 / 11.0;
+  t.get("worst_case_margin") = 0.1 / 3.0;
+  t.get("worst_case_bytes") = 268435456.0 / 3.0;
   p.hw.origin(kHf).calibrated = true;
   p.hw.origin(kHf).source = "lorasim calibrate --stack hf-peft, 2025-01-01";
   return p;
@@ -102,7 +107,7 @@ TEST(ProfileStackTest, EqualityComparesEveryStackTerm) {
 
 TEST(ProfileStackTest, HandWrittenUncalibratedTableRoundTrips) {
   // A table a user wrote (not calibrated, their own source) is kept on write.
-  const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
+  const Profile p = parse_profile(builtin_text(kPriorBase) + kStackTable, "test.toml");
   EXPECT_EQ(p.hw.value("host_per_op_s", model::StackKind::hf_peft), 1e-4);
   EXPECT_FALSE(p.hw.origin(model::StackKind::hf_peft).calibrated);
   EXPECT_EQ(parse_profile(to_toml(p), "test.toml"), p);
@@ -111,7 +116,7 @@ TEST(ProfileStackTest, HandWrittenUncalibratedTableRoundTrips) {
 TEST(ProfileStackTest, ChangedTermsWithThePriorsSourceStillRoundTrip) {
   // parse_profile(to_toml(p)) == p is profile.h's promise for every p; a table whose numbers
   // differ from the priors but whose provenance was left at its defaults must not be dropped.
-  Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
+  Profile p = parse_profile(builtin_text(kPriorBase), "test.toml");
   p.hw.value("host_per_op_s", model::StackKind::hf_peft) = 1e-4;
   ASSERT_FALSE(p.hw.origin(model::StackKind::hf_peft).calibrated);
   ASSERT_EQ(p.hw.origin(model::StackKind::hf_peft).source, model::StackOrigin{}.source);
@@ -119,7 +124,7 @@ TEST(ProfileStackTest, ChangedTermsWithThePriorsSourceStillRoundTrip) {
 }
 
 TEST(ProfileStackTest, ProfileWithoutTheTableReadsThePriorsAndWritesNoTable) {
-  const Profile p = parse_profile(builtin_text("h100-sxm"), "test.toml");
+  const Profile p = parse_profile(builtin_text(kPriorBase), "test.toml");
   const model::StackOrigin defaults;
   for (const model::StoredValue* v : stack_values())
     EXPECT_EQ(p.hw.value(*v->row, kHf), v->entry().prior) << v->row->name;
@@ -131,7 +136,7 @@ TEST(ProfileStackTest, ProfileWithoutTheTableReadsThePriorsAndWritesNoTable) {
 }
 
 TEST(ProfileStackTest, PartialTableKeepsThePriorsOfTheKeysItLacks) {
-  const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
+  const Profile p = parse_profile(builtin_text(kPriorBase) + kStackTable, "test.toml");
   EXPECT_EQ(p.hw.value("device_scale", model::StackKind::hf_peft), prior("device_scale"));
   EXPECT_EQ(p.hw.origin(model::StackKind::hf_peft).source, "hand");
 }
@@ -148,7 +153,7 @@ TEST(ProfileStackTest, SpreadsAreWrittenAndReadBack) {
 
 TEST(ProfileStackTest, TableWithoutSpreadsReadsTheirPriors) {
   // Profiles written before the spreads existed (hwprofiles/h200.toml among them).
-  const Profile p = parse_profile(builtin_text("h100-sxm") + kStackTable, "test.toml");
+  const Profile p = parse_profile(builtin_text(kPriorBase) + kStackTable, "test.toml");
   EXPECT_EQ(p.hw.value("host_spread", model::StackKind::hf_peft), 0.20);
   EXPECT_EQ(p.hw.value("device_spread", model::StackKind::hf_peft), 0.10);
   const Profile h200 = builtin_profile("h200");
@@ -160,31 +165,31 @@ TEST(ProfileStackTest, SpreadsOutsideZeroToOneAreRefusedNamingTheirPath) {
   for (const char* key : {"host_spread", "device_spread"}) {
     for (const char* value : {"1.0", "1.5"}) {
       const std::string msg =
-          parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = " + value + "\n");
+          parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\n" + key + " = " + value + "\n");
       EXPECT_TRUE(contains(msg, std::string("[stack.hf-peft].") + key)) << msg;
       EXPECT_TRUE(contains(msg, "[0, 1)")) << msg;
     }
-    const std::string negative = parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = -0.1\n");
+    const std::string negative = parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\n" + key + " = -0.1\n");
     EXPECT_TRUE(contains(negative, ">= 0")) << negative;
-    EXPECT_EQ(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = 0.0\n"), "");
-    EXPECT_EQ(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\n" + key + " = 0.99\n"), "");
+    EXPECT_EQ(parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\n" + key + " = 0.0\n"), "");
+    EXPECT_EQ(parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\n" + key + " = 0.99\n"), "");
   }
 }
 
 TEST(ProfileStackTest, UnknownKeyIsRefusedNamingItsPath) {
-  const std::string msg = parse_error(builtin_text("h100-sxm") + kStackTable + "host_per_layer_s = 1e-5\n");
+  const std::string msg = parse_error(builtin_text(kPriorBase) + kStackTable + "host_per_layer_s = 1e-5\n");
   EXPECT_TRUE(contains(msg, "stack.hf-peft")) << msg;
   EXPECT_TRUE(contains(msg, "host_per_layer_s")) << msg;
   EXPECT_TRUE(contains(msg, "test.toml")) << msg;
 }
 
 TEST(ProfileStackTest, UnknownStackIsRefused) {
-  const std::string msg = parse_error(builtin_text("h100-sxm") + "\n[stack.deepspeed]\ncalibrated = true\n");
+  const std::string msg = parse_error(builtin_text(kPriorBase) + "\n[stack.deepspeed]\ncalibrated = true\n");
   EXPECT_TRUE(contains(msg, "deepspeed")) << msg;
 }
 
 TEST(ProfileStackTest, NegativeValueIsRefusedNamingItsPath) {
-  const std::string msg = parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\nsaved_scale = -0.5\n");
+  const std::string msg = parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\nsaved_scale = -0.5\n");
   EXPECT_TRUE(contains(msg, "saved_scale")) << msg;
   EXPECT_TRUE(contains(msg, "stack.hf-peft")) << msg;
   EXPECT_TRUE(contains(msg, ">= 0")) << msg;
@@ -192,15 +197,15 @@ TEST(ProfileStackTest, NegativeValueIsRefusedNamingItsPath) {
 
 TEST(ProfileStackTest, ZeroDeviceScaleIsRefused) {
   // The device time divides by nothing here, but a zero scale erases the stack's device work.
-  const std::string msg = parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\ndevice_scale = 0\n");
+  const std::string msg = parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\ndevice_scale = 0\n");
   EXPECT_TRUE(contains(msg, "device_scale")) << msg;
   EXPECT_TRUE(contains(msg, "> 0")) << msg;
 }
 
 TEST(ProfileStackTest, MistypedValueIsRefused) {
-  EXPECT_NE(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\ncalibrated = \"yes\"\n"), "");
-  EXPECT_NE(parse_error(builtin_text("h100-sxm") + "\n[stack.hf-peft]\nhost_per_op_s = \"fast\"\n"), "");
-  EXPECT_NE(parse_error(builtin_text("h100-sxm") + "\nstack = 3\n"), "");
+  EXPECT_NE(parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\ncalibrated = \"yes\"\n"), "");
+  EXPECT_NE(parse_error(builtin_text(kPriorBase) + "\n[stack.hf-peft]\nhost_per_op_s = \"fast\"\n"), "");
+  EXPECT_NE(parse_error(builtin_text(kPriorBase) + "\nstack = 3\n"), "");
 }
 
 TEST(ProfileStackTest, BuiltinH200ParsesAndValidates) {

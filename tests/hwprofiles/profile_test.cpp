@@ -15,6 +15,7 @@
 #include "hwprofiles/builtin.h"
 #include "model/coefficients.h"
 #include "model/error.h"
+#include "model/hardware.h"
 
 namespace lorasim::hw {
 namespace {
@@ -24,9 +25,16 @@ namespace fs = std::filesystem;
 // A datasheet prior (no [calibration] table), the template the parsing tests edit.
 std::string prior_text() {
   for (const auto& p : builtin_profile_texts())
-    if (p.name == "h100-sxm") return std::string(p.toml);
-  ADD_FAILURE() << "no builtin h100-sxm";
+    if (p.name == "a100-80gb") return std::string(p.toml);
+  ADD_FAILURE() << "no builtin a100-80gb";
   return "";
+}
+
+/// The source tree: LORASIM_SOURCE_DIR from the environment, else the one the tests were built from
+/// (__FILE__ may be relative to the build directory under ccache).
+fs::path source_dir() {
+  const char* env = std::getenv("LORASIM_SOURCE_DIR");
+  return env ? fs::path(env) : fs::path(LORASIM_SOURCE_DIR);
 }
 
 /// Replaces the first line starting with `key =` by `replacement` (or deletes it when empty).
@@ -68,23 +76,44 @@ struct TempDir {
   }
 };
 
-TEST(ProfileTest, BuiltinH100ReadsItsDatasheetFigures) {
-  const Profile p = parse_profile(prior_text(), "builtin:h100-sxm.toml");
+TEST(ProfileTest, BuiltinA100ReadsItsDatasheetFigures) {
+  const Profile p = parse_profile(prior_text(), "builtin:a100-80gb.toml");
   EXPECT_EQ(p.schema_version, 1);
-  EXPECT_EQ(p.hw.name, "h100-sxm");
-  EXPECT_EQ(p.hw.memory_bytes, int64_t{81559} * 1048576);
-  EXPECT_DOUBLE_EQ(p.hw.peak_bf16_tflops, 989);
-  EXPECT_DOUBLE_EQ(p.hw.hbm_bandwidth_gbps, 3350);
-  EXPECT_DOUBLE_EQ(p.hw.value("gemm_tflops"), 0.55 * 989);
-  EXPECT_DOUBLE_EQ(p.hw.value("memory_gbps"), 0.6 * 3350);
-  EXPECT_DOUBLE_EQ(p.hw.value("optimizer_per_param_s"), 28 / (0.6 * 3350 * 1e9));
+  EXPECT_EQ(p.hw.name, "a100-80gb");
+  EXPECT_EQ(p.hw.memory_bytes, int64_t{81920} * 1048576);
+  EXPECT_DOUBLE_EQ(p.hw.peak_bf16_tflops, 312);
+  EXPECT_DOUBLE_EQ(p.hw.hbm_bandwidth_gbps, 2039);
+  EXPECT_DOUBLE_EQ(p.hw.value("gemm_tflops"), 0.55 * 312);
+  EXPECT_DOUBLE_EQ(p.hw.value("memory_gbps"), 0.6 * 2039);
+  EXPECT_DOUBLE_EQ(p.hw.value("optimizer_per_param_s"), 28 / (0.6 * 2039 * 1e9));
   EXPECT_DOUBLE_EQ(p.hw.value("workspace_bytes"), 134217728);
+  EXPECT_EQ(p.hw.value("expected_memory_error_bytes"), 2147483648.0);  // a prior's device term
   EXPECT_EQ(p.hw.overlap, model::Overlap::max);
   EXPECT_EQ(p.hw.coefficients_precision, model::Precision::bf16);
   EXPECT_FALSE(p.hw.calibrated);
   EXPECT_EQ(p.origin_source, "datasheet prior");
-  EXPECT_EQ(p.source_text_name, "builtin:h100-sxm.toml");
+  EXPECT_EQ(p.source_text_name, "builtin:a100-80gb.toml");
   EXPECT_TRUE(p.calibration.empty());
+}
+
+TEST(ProfileTest, TheKeptH100PriorReadsItsDatasheetFiguresAndTheBuiltinH100IsCalibrated) {
+  // The H100's datasheet prior stays in bench/hf/profiles (the leave-one-GPU-out comparison
+  // predicts from it); the embedded h100-sxm is a calibration with the same datasheet figures.
+  const fs::path path = source_dir() / "bench" / "hf" / "profiles" / "h100-prior.toml";
+  const Profile p = load_profile_file(path.string());
+  EXPECT_EQ(p.hw.name, "h100-prior");
+  EXPECT_EQ(p.hw.memory_bytes, int64_t{81559} * 1048576);
+  EXPECT_DOUBLE_EQ(p.hw.value("gemm_tflops"), 0.55 * 989);
+  EXPECT_DOUBLE_EQ(p.hw.value("memory_gbps"), 0.6 * 3350);
+  EXPECT_DOUBLE_EQ(p.hw.value("optimizer_per_param_s"), 28 / (0.6 * 3350 * 1e9));
+  EXPECT_FALSE(p.hw.calibrated);
+  EXPECT_EQ(p.origin_source, "datasheet prior");
+  const Profile h100 = builtin_profile("h100-sxm");
+  EXPECT_TRUE(h100.hw.calibrated);
+  EXPECT_TRUE(h100.hw.origin(model::StackKind::hf_peft).calibrated);
+  EXPECT_EQ(h100.hw.peak_bf16_tflops, p.hw.peak_bf16_tflops);
+  EXPECT_EQ(h100.hw.hbm_bandwidth_gbps, p.hw.hbm_bandwidth_gbps);
+  EXPECT_EQ(model::compute_capability(h100.hw), model::compute_capability(p.hw));
 }
 
 TEST(ProfileTest, ToTomlRoundTripsEveryBuiltin) {
@@ -383,11 +412,7 @@ TEST(ProfileTest, WritingAnInvalidProfileIsRefused) {
 
 TEST(ProfileTest, DocumentedExampleParses) {
   // Keeps docs/profile-schema.md honest: its example must be a valid profile.
-  // The source tree from the environment, else from this file's path (tests/hwprofiles/).
-  const char* env = std::getenv("LORASIM_SOURCE_DIR");
-  const fs::path root =
-      env ? fs::path(env) : fs::path(__FILE__).parent_path().parent_path().parent_path();
-  std::ifstream in(root / "docs" / "profile-schema.md");
+  std::ifstream in(source_dir() / "docs" / "profile-schema.md");
   ASSERT_TRUE(in) << "docs/profile-schema.md not found";
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t begin = doc.find("```toml\n");

@@ -66,14 +66,22 @@ TEST(CoefficientsTest, DeviceRowsAreOneValueForEveryStack) {
   EXPECT_FALSE(find_coefficient("host_per_op_s")->shared);
 }
 
-TEST(CoefficientsTest, TheRunnersSpreadsAreItsExpectedTimeError) {
+TEST(CoefficientsTest, TheRunnersSpreadsAndWorstCaseMarginAreItsExpectedErrorsAndHfPeftsMarginIsItsOwnRow) {
   HardwareModel hw = test_gpu();
   hw.value("expected_time_error") = 0.11;
+  hw.value("expected_memory_error") = 0.13;
   const Coefficients c = resolve(hw, StackKind::lorasim);
   EXPECT_EQ(c.host_spread, 0.11);
   EXPECT_EQ(c.device_spread, 0.11);
-  EXPECT_EQ(c.worst_case_margin, 0);
+  EXPECT_EQ(c.worst_case_margin, 0.13);
+  EXPECT_EQ(c.worst_case_bytes, 0);
+  // hf-peft's margin is a measured row of its own (bench/results/worst-case.md), not its
+  // expected memory error: changing the one leaves the other.
   hw.value("expected_memory_error", StackKind::hf_peft) = 0.07;
+  const Coefficients hf = resolve(hw, StackKind::hf_peft);
+  EXPECT_EQ(hf.worst_case_margin, 0.10);
+  EXPECT_EQ(hf.worst_case_bytes, 256.0 * 1024 * 1024);
+  hw.value("worst_case_margin", StackKind::hf_peft) = 0.07;
   EXPECT_EQ(resolve(hw, StackKind::hf_peft).worst_case_margin, 0.07);
 }
 

@@ -5,6 +5,8 @@
 
 #include "model/analytics.h"
 #include "model/architecture.h"
+#include "model/hf_analytics.h"
+#include "model/training_stack.h"
 #include "tests/model/test_hardware.h"
 
 using namespace lorasim::model;
@@ -245,10 +247,26 @@ TEST(CostModelTest, CheckpointedPeakHoldsTheLossBuffersOrTheRebuiltBlock) {
   EXPECT_DOUBLE_EQ(CostModel(w, hw).memory(3).peak_allocated_bytes, base + 1.25 * act.recompute_bytes);
 }
 
-TEST(CostModelTest, WorstReservedAddsOneLogitsTensor) {
-  const Workload w = qwen();
-  const MemoryEstimate m = CostModel(w, test_gpu()).memory(4);
-  EXPECT_DOUBLE_EQ(m.worst_reserved_bytes - m.peak_reserved_bytes, 4.0 * w.train.seq_len * 151936 * 2);
+TEST(CostModelTest, WorstReservedAddsTheMarginOfTheVariableMemoryAndTheStacksBytes) {
+  // The runner: its expected memory error of what is not weights and optimizer state, no bytes.
+  HardwareModel hw = test_gpu();
+  hw.value("expected_memory_error") = 0.25;
+  Workload w = qwen();
+  const MemoryEstimate m = CostModel(w, hw).memory(4);
+  const double runner_static = static_cast<double>(static_memory(w).total());
+  EXPECT_EQ(m.variable_bytes, m.peak_reserved_bytes - runner_static);
+  EXPECT_DOUBLE_EQ(m.worst_reserved_bytes, m.peak_reserved_bytes + 0.25 * (m.peak_reserved_bytes - runner_static));
+  // hf-peft: its measured 10% of the variable memory and 256 MiB whatever the micro-batch; the
+  // static part (with the stack's own extra static bytes) adds nothing.
+  w.stack = training_stack(StackKind::hf_peft).default_spec();
+  const double hf_static = runner_static + hf_extra_static_bytes(w);
+  for (int64_t b : {1, 4, 16}) {
+    const MemoryEstimate h = CostModel(w, hw).memory(b);
+    EXPECT_DOUBLE_EQ(h.variable_bytes, h.peak_reserved_bytes - hf_static) << b;
+    EXPECT_DOUBLE_EQ(h.worst_reserved_bytes,
+                     h.peak_reserved_bytes + 0.10 * (h.peak_reserved_bytes - hf_static) + 268435456.0)
+        << b;
+  }
 }
 
 TEST(CostModelTest, RecomputingForwardCostsItsShareOfHostTime) {

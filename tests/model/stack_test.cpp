@@ -150,7 +150,8 @@ TEST(StackTermsTest, LorasimStackReadsTheDevicesValuesAndSpreadsItsExpectedError
   EXPECT_EQ(v.head_device_scale, 1.0);
   EXPECT_EQ(v.reserved_activation_share, 0.0);
   EXPECT_EQ(v.reserved_logits_share, 0.0);
-  EXPECT_EQ(v.worst_case_margin, 0.0);
+  EXPECT_EQ(v.worst_case_margin, hw.value("expected_memory_error"));  // the runner's own error
+  EXPECT_EQ(v.worst_case_bytes, 0.0);
   for (const Coefficient& c : coefficient_table())
     if (c.field && c.owned_by(StackKind::lorasim)) {
       EXPECT_EQ(c.of(v), hw.value(c, StackKind::lorasim)) << c.name;
@@ -164,12 +165,13 @@ TEST(StackTermsTest, HfPeftReadsItsOwnRowsAndTheGpusDeviceRows) {
                            "optimizer_per_tensor_s", "device_scale", "head_device_scale", "saved_scale",
                            "logits_scale", "workspace_bytes", "reserved_overhead_bytes", "reserved_activation_share",
                            "reserved_logits_share", "expected_time_error", "expected_memory_error", "host_spread",
-                           "device_spread"})
+                           "device_spread", "worst_case_margin", "worst_case_bytes"})
     EXPECT_EQ(find_coefficient(name)->of(v), hw.value(name, kHf)) << name;
   EXPECT_EQ(v.host_fixed_s, 2e-3);
   EXPECT_EQ(v.reserved_scale, 1.0);
   EXPECT_EQ(v.attention_score_scale, 1.0);  // the stack's counts include eager attention's scores
-  EXPECT_EQ(v.worst_case_margin, 0.04);     // its expected memory error
+  EXPECT_EQ(v.worst_case_margin, 0.10);     // its own row's prior, not its expected memory error (0.04)
+  EXPECT_EQ(v.worst_case_bytes, 256.0 * 1024 * 1024);
   EXPECT_EQ(v.host_spread, 0.3);
   EXPECT_EQ(v.device_spread, 0.15);
   // The GPU's own rates and device terms stay.
@@ -201,7 +203,7 @@ TEST(StackTermsTest, EveryHfPeftNumberIsOneRowOfItsSection) {
     ++n;
     EXPECT_EQ(v.stack, kHf) << v.row->name;
   }
-  EXPECT_EQ(n, 31u);  // with a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s and varying_need_default
+  EXPECT_EQ(n, 33u);  // with a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s, varying_need_default, worst_case_margin and worst_case_bytes
   EXPECT_EQ(find_coefficient("device_scale")->in(kHf).range, Range::positive);
   // The spreads may be 0 (a point prediction) and stay below 1 (a bound above 0 s).
   for (const char* name : {"host_spread", "device_spread"}) EXPECT_EQ(find_coefficient(name)->in(kHf).range, Range::fraction);

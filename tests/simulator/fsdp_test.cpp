@@ -32,6 +32,14 @@ sim::Request request(int64_t B, int64_t gpus, bool fsdp) {
   return r;
 }
 
+// The memory limit under which `res`'s request has `usable_bytes` usable: the limit less the
+// request's safety margin and the CUDA context `res` reports.
+int64_t limit_for_usable(const sim::Request& r, const sim::Result& res, double usable_bytes) {
+  const double keep = 1 - r.safety_margin;
+  const double context_bytes = res.memory_limit_bytes * keep - res.usable_memory_bytes;
+  return static_cast<int64_t>((usable_bytes + context_bytes) / keep);
+}
+
 model::Interconnect link(double gbps, double latency_s) {
   model::Interconnect ic;
   ic.link = model::Link::nvlink;
@@ -128,10 +136,9 @@ TEST(FsdpTest, OneGpuAndAQuantizedBaseAreRefused) {
 TEST(FsdpTest, NothingFittingReplicatedSaysFsdpWould) {
   const sim::Result rep = sim::simulate(request(2, 2, false));
   const sim::Result sharded = sim::simulate(request(2, 2, true));
-  const double context = rep.memory_limit_bytes * 0.95 - rep.usable_memory_bytes;
   const double usable = (rep.splits[0].worst_reserved_bytes + sharded.splits[0].worst_reserved_bytes) / 2;
   sim::Request r = request(2, 2, false);
-  r.memory_limit_bytes = static_cast<int64_t>((usable + context) / 0.95);
+  r.memory_limit_bytes = limit_for_usable(r, rep, usable);
   const sim::Result out = sim::simulate(r);
   EXPECT_FALSE(out.recommended);
   bool said = false;
@@ -144,10 +151,12 @@ TEST(FsdpTest, NothingFittingReplicatedSaysFsdpWould) {
 // DDP's copy of the gradients counts in whether a split fits, not only in its reported peak.
 TEST(FsdpTest, DdpBucketsCountInFits) {
   const sim::Result rep = sim::simulate(request(2, 2, false));
-  const double context = rep.memory_limit_bytes * 0.95 - rep.usable_memory_bytes;
   // Between the worst case without the buckets and with them.
   const double usable = rep.splits[0].worst_reserved_bytes - rep.data_parallel.bucket_memory_bytes / 2;
   sim::Request r = request(2, 2, false);
-  r.memory_limit_bytes = static_cast<int64_t>((usable + context) / 0.95);
-  EXPECT_FALSE(sim::simulate(r).splits[0].fits);
+  r.memory_limit_bytes = limit_for_usable(r, rep, usable);
+  const sim::Result out = sim::simulate(r);
+  EXPECT_FALSE(out.splits[0].fits);
+  // Without the buckets it would have fitted: the limit is where the test means it to be.
+  EXPECT_LT(out.splits[0].worst_reserved_bytes - out.data_parallel.bucket_memory_bytes, out.usable_memory_bytes);
 }

@@ -97,8 +97,9 @@ TEST(GradCkptSimTest, OnASmallLimitACheckpointedLargerMicroBatchCanWin) {
   const sim::Result off = sim::simulate(with_ckpt(r, false));
   const sim::Result on = sim::simulate(with_ckpt(r, true));
   ASSERT_EQ(on.splits[2].micro_batch, 4);
-  const double context_bytes = off.memory_limit_bytes * 0.95 - off.usable_memory_bytes;
-  const int64_t limit = static_cast<int64_t>((on.splits[2].worst_reserved_bytes * 1.01 + context_bytes) / 0.95);
+  const double keep = 1 - r.safety_margin;
+  const double context_bytes = off.memory_limit_bytes * keep - off.usable_memory_bytes;
+  const int64_t limit = static_cast<int64_t>((on.splits[2].worst_reserved_bytes * 1.01 + context_bytes) / keep);
   ASSERT_GT(off.splits[2].worst_reserved_bytes, on.splits[2].worst_reserved_bytes * 1.01);
   r.memory_limit_bytes = limit;
   const sim::Result capped_off = sim::simulate(with_ckpt(r, false));
