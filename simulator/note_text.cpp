@@ -89,7 +89,7 @@ std::string note_text(const Note& n, const Request& r, const Result& res) {
     case NoteKind::prior_profile:
       return "profile '" + hw.name + "' is a datasheet prior, not a calibration: step times may be off by ~" +
              percent(hw.value("expected_time_error")) + " and memory by ~" + percent(hw.value("expected_memory_error")) +
-             " of the activations plus " + mib(hw.value("expected_memory_error_bytes")) +
+             " of the variable memory plus " + mib(hw.value("expected_memory_error_bytes")) +
              (v[0] > 0 ? ", and the range and the worst case say so" : "") +
              " (run `lorasim calibrate` on this GPU for a calibrated profile)";
     case NoteKind::no_bf16: return "the " + hw.display_name + " has no bf16: fp16 mixed precision assumed";

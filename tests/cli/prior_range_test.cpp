@@ -68,7 +68,7 @@ TEST(PriorRangeTest, APriorsPrintedRangeIsItsExpectedErrorAndSaysSo) {
       EXPECT_NE(line.find("±50%"), std::string::npos) << line;
     }
   EXPECT_EQ(rows, 3) << r.out;
-  EXPECT_NE(r.out.find("memory by ~10% of the activations plus 2048 MiB, and the range and the worst case say so"),
+  EXPECT_NE(r.out.find("memory by ~10% of the variable memory plus 2048 MiB, and the range and the worst case say so"),
             std::string::npos)
       << r.out;
   // The stack's 256 MiB and the prior's 2 GiB device term, added whole.
