@@ -1,9 +1,10 @@
 // The coefficient table: every number of a hardware profile's cost model, for every training
 // stack, once. A row is one coefficient: the regressor (feature) it multiplies, the term it
-// belongs to, and per stack its prior, its allowed range, how calibration fits it and which
-// TOML section holds it ([time]/[memory]/[profile] for lorasim's runner and the device,
-// [stack.hf-peft] for hf-peft). A device row (rates, kernel floors, overlap, context) is stored
-// once and shared by every stack. model/cost_model.cpp evaluates the equations through it,
+// belongs to, and its entries -- prior, allowed range, how calibration fits it and which TOML
+// section holds it: the device's ([time]/[memory]/[profile], lorasim's runner fits it), and,
+// by the stack's name, those of stacks with a value of their own ([stack.hf-peft]). A stack a
+// row does not name reads the device's. A device row (rates, kernel floors, overlap, context)
+// names no stack: stored once and shared by every stack. model/cost_model.cpp evaluates the equations through it,
 // calibrate/fit*.cpp builds its design matrices from it and hwprofiles/ reads, checks and writes
 // the profile from it: adding a coefficient is one row here (and its field in Coefficients).
 #pragma once
