@@ -120,7 +120,7 @@ model::StackSpec build_stack(const StackArgs& a) {
 }
 
 void require_runner_stack(const model::StackSpec& stack, const std::string& command) {
-  if (stack.kind == model::StackKind::lorasim) return;
+  if (model::training_stack(stack.kind).calibration() == model::StackCalibration::runner) return;
   throw InputError("--stack " + std::string(model::stack_name(stack.kind)) + ": `lorasim " + command +
                    "` runs lorasim's own LibTorch runner (--stack lorasim); to check an hf-peft run, record it "
                    "with lorasim_hf.LorasimCallback in your Trainer and run `lorasim validate --measurements FILE`");

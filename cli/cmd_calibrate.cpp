@@ -25,6 +25,7 @@
 #include "hwprofiles/match.h"
 #include "hwprofiles/profile.h"
 #include "model/architecture.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -122,8 +123,9 @@ int cmd_calibrate(const Args& args) {
   if (out.empty()) throw InputError("--out FILE is required: where to write the profile");
   check_outputs({{"--out", out, ".toml"}, {"--save-measurements", save, ".csv"}});
   const model::StackSpec stack = build_stack(stack_args);
-  if (stack.kind != model::StackKind::lorasim)
-    throw InputError("--stack hf-peft: this lorasim calibrates only its own LibTorch runner (--stack lorasim)");
+  if (model::training_stack(stack.kind).calibration() != model::StackCalibration::runner)
+    throw InputError("--stack " + std::string(model::stack_name(stack.kind)) +
+                     ": this lorasim calibrates only its own LibTorch runner (--stack lorasim)");
   if (stack.allocator != model::StackSpec::lorasim_runner().allocator)
     throw InputError("--allocator default: lorasim's runner runs with expandable segments (--allocator expandable)");
 

@@ -27,6 +27,7 @@
 #include "model/architecture.h"
 #include "model/error.h"
 #include "model/stack.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -93,7 +94,8 @@ std::string calibrate_stack_flag(const Args& args) {
 bool calibrates_hf_stack(const Args& args) {
   try {
     const std::string value = calibrate_stack_flag(args);
-    return !value.empty() && model::parse_stack(value) == model::StackKind::hf_peft;
+    return !value.empty() &&
+           model::training_stack(model::parse_stack(value)).calibration() == model::StackCalibration::hf_probe;
   } catch (const InputError&) {
     return false;  // the calibrate command's own parsing reports the bad value
   }
@@ -162,7 +164,7 @@ int cmd_calibrate_hf(const Args& args) {
   opt.is_cuda = is_cuda;
   opt.reference.arch = model::preset(model.empty() ? (is_cuda ? "qwen3-1.7b" : "tiny") : model);
   opt.reference.stack = build_stack(sa);
-  if (opt.reference.stack.kind != model::StackKind::hf_peft)
+  if (model::training_stack(opt.reference.stack.kind).calibration() != model::StackCalibration::hf_probe)
     throw InputError("--stack: this path calibrates hf-peft; `lorasim calibrate` without --stack calibrates lorasim's runner");
   opt.reference.train.precision = is_cuda ? model::parse_precision(precision) : model::Precision::fp32;
   if (quant != "none") {

@@ -1,6 +1,9 @@
 // The TrainingArguments a recommendation assumed, as flags and JSON.
 #include "cli/hf_arguments.h"
+
 #include <cctype>
+
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 
@@ -9,8 +12,8 @@ HfArguments hf_arguments(const sim::Split& s, const model::Workload& w, bool wit
   a.per_device_train_batch_size = s.micro_batch;
   a.gradient_accumulation_steps = s.accumulation;
   a.gradient_checkpointing = s.grad_ckpt;
-  // The lorasim runner sets its own precision; for hf-peft autocast is what Trainer's flag turns on.
-  const bool mixed = w.stack.kind != model::StackKind::hf_peft || w.stack.autocast;
+  // The stack says whether its half precision is Trainer's flag (for hf-peft: autocast).
+  const bool mixed = model::training_stack(w.stack.kind).mixed_precision(w.stack);
   a.bf16 = mixed && w.train.precision == model::Precision::bf16;
   a.fp16 = mixed && w.train.precision == model::Precision::fp16;
   a.with_lengths = with_lengths;

@@ -4,6 +4,7 @@
 
 #include "model/error.h"
 #include "model/quant_config.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -102,9 +103,14 @@ void apply_quant(const WorkloadArgs& a, model::Workload& w) {
     return;
   }
   const std::string name = model::weight_format_name(*c.format);
-  if (w.stack.kind != model::StackKind::hf_peft)
-    throw InputError("--quant " + name + ": the " + model::stack_name(w.stack.kind) +
-                     " stack (lorasim's LibTorch runner) has no bitsandbytes: use --stack hf-peft");
+  if (!model::training_stack(w.stack.kind).quantized_base_refusal(name).empty()) {
+    std::string others;  // the stacks that do
+    for (int i = 0; i < model::stack_count(); ++i)
+      if (model::training_stack(model::StackKind{i}).quantized_base_refusal(name).empty())
+        others += std::string(others.empty() ? "" : " or ") + "--stack " + model::stack_name(model::StackKind{i});
+    throw InputError("--quant " + name + ": the " + model::stack_name(w.stack.kind) + " stack has no bitsandbytes" +
+                     (others.empty() ? std::string() : ": use " + others));
+  }
   if (c.compute) {
     if (a.precision != "auto" && model::parse_precision(a.precision) != *c.compute)
       throw InputError("--precision " + a.precision + " disagrees with " + a.model_config +

@@ -2,6 +2,7 @@
 #include "cli/quant_hint.h"
 
 #include "cli/format.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 
@@ -18,7 +19,7 @@ namespace {
 bool worth_trying(const sim::Request& req, const sim::Result& r) {
   // FSDP of a quantized base is not modelled (simulator/fsdp.h).
   return !r.recommended && !req.fsdp && !req.workload.train.quantized() &&
-         req.workload.stack.kind == model::StackKind::hf_peft;
+         model::training_stack(req.workload.stack.kind).quantized_base_refusal("nf4").empty();
 }
 
 sim::Request qlora_request(const sim::Request& req) {

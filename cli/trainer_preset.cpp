@@ -4,6 +4,7 @@
 
 #include "model/error.h"
 #include "model/stack.h"
+#include "model/training_stack.h"
 
 namespace lorasim::cli {
 namespace {
@@ -45,7 +46,8 @@ const TrainerPreset& trainer_preset(const std::string& name) {
 WorkloadArgs with_trainer_preset(WorkloadArgs a) {
   if (!a.trainer) return a;
   const TrainerPreset& p = trainer_preset(*a.trainer);
-  if (a.stack.stack != model::stack_name(model::StackKind::hf_peft))
+  const model::TrainingStack* stack = model::find_stack(a.stack.stack);
+  if (!stack || !stack->takes_trainer_presets())
     throw InputError("--trainer " + *a.trainer + " describes a Hugging Face program (--stack hf-peft), not --stack " +
                      a.stack.stack + ": drop one of them");
   if (!a.stack.autocast) a.stack.autocast = std::string(p.autocast);

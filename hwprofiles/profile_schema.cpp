@@ -1,6 +1,7 @@
 // The profile schema and its range checks (docs/profile-schema.md). The [time] and [memory]
 // keys, their order and their ranges are the coefficient table's (model/coefficients.h):
 // a coefficient added there is read, checked and written here without a change.
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -205,8 +206,10 @@ bool operator==(const CalibrationInfo& a, const CalibrationInfo& b) {
 
 namespace {
 bool same_origins(const model::HardwareModel& a, const model::HardwareModel& b) {
-  for (size_t i = 0; i < a.origins.size(); ++i)
-    if (a.origins[i].calibrated != b.origins[i].calibrated || a.origins[i].source != b.origins[i].source) return false;
+  for (size_t i = 0; i < std::max(a.origins.size(), b.origins.size()); ++i) {
+    const model::StackKind k{static_cast<int>(i)};
+    if (a.origin(k).calibrated != b.origin(k).calibrated || a.origin(k).source != b.origin(k).source) return false;
+  }
   return true;
 }
 }  // namespace

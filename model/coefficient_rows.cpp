@@ -1,14 +1,14 @@
-// The rows of the coefficient table. One row is one coefficient; its entries say, per stack
-// (lorasim's runner first, then hf-peft), which section holds it, its prior, range and fit.
-// A device row (`device`) is one value in [time]/[memory] that every stack reads and only the
-// runner's calibration fits. The hf-peft priors are the H200 calibration's values, rounded
+// The rows of the coefficient table. One row is one coefficient; its entries say which section
+// holds it, its prior, range and fit: the device's entry ([time]/[memory]/[profile], which the
+// runner's calibration fits and every stack without an entry of its own reads), then the stacks'
+// own entries by name (hf-peft's, `hf`). A device row (`device`) has no stack's own entry. The hf-peft priors are the H200 calibration's values, rounded
 // (hwprofiles/h200.toml, bench/results/h200/hf-peft-run7), treated like the datasheet priors'
 // device-independent constants: host dispatch is the CPU's, the memory terms are counts.
 #include "model/coefficient_rows.h"
 
 #include <algorithm>
+#include <utility>
 
-#include "model/cost_model.h"
 
 namespace lorasim::model::detail {
 namespace {
@@ -49,24 +49,28 @@ StackEntry in(const char* section, double prior, Range range, Fit fit, bool opti
 StackEntry fixed(double prior) { return {nullptr, prior, Range::non_negative, Fit::never, false, nullptr}; }
 StackEntry same_as(const char* row) { return {nullptr, 0, Range::non_negative, Fit::never, false, row}; }
 
+// A stack's own entries in a row, by its name: hf-peft's, in its section.
+std::vector<OwnEntry> hf(StackEntry entry) { return {{"hf-peft", entry, -1}}; }
+
+// A row: the device's entry (the runner's section, what a stack without its own entry reads)
+// and the stacks' own entries.
 Coefficient row(const char* name, double K::*field, Term term, double (*feature)(F, C), const char* why,
-                StackEntry lorasim, StackEntry hf_peft) {
+                StackEntry device, std::vector<OwnEntry> own = {}) {
   Coefficient c;
   c.name = name;
   c.field = field;
   c.term = term;
   c.feature = feature;
   c.why = why;
-  c.stacks[stack_index(StackKind::lorasim)] = lorasim;
-  c.stacks[stack_index(StackKind::hf_peft)] = hf_peft;
+  c.device = device;
+  c.own = std::move(own);
   return c;
 }
-// A device row: stored once in `section`, fitted by the runner's calibration, read by every stack.
+// A device row: stored once in `section`, fitted by the runner's calibration, read by every
+// stack (none has an entry of its own).
 Coefficient device(const char* name, double K::*field, Term term, double (*feature)(F, C), const char* why,
                    StackEntry entry) {
-  Coefficient c = row(name, field, term, feature, why, entry, fixed(entry.prior));
-  c.shared = true;  // the runner's entry stores it; the other stacks read that slot
-  return c;
+  return row(name, field, term, feature, why, entry);
 }
 Coefficient rate(Coefficient c, double unit, bool precision_scaled) {
   c.form = Form::rate;
@@ -88,32 +92,32 @@ std::vector<Coefficient> coefficient_rows() {
   return {
       row("host_fixed_s", &K::host_fixed_s, Term::host, one,
           "host time per micro-batch whatever its size (Python/C++ loop, data to device, autograd setup)",
-          in("time", 0, nn, lin), in(kHf, 2.5e-3, nn, lin)),
+          in("time", 0, nn, lin), hf(in(kHf, 2.5e-3, nn, lin))),
       row("host_per_op_s", &K::host_per_op_s, Term::host,
           [](F f, C c) { return f.host_ops - (1 - c.recompute_host_share) * f.recompute_ops; },
           "host dispatch per operator (Python module calls included); recomputing operators count at "
           "recompute_host_share",
-          in("time", 0, nn, lin), in(kHf, 2.5e-5, nn, lin)),
+          in("time", 0, nn, lin), hf(in(kHf, 2.5e-5, nn, lin))),
       // recompute_host_share came after the first profiles; without it they predicted share 1.
       row("recompute_host_share", &K::recompute_host_share, Term::shape,
           [](F f, C c) { return c.host_per_op_s * f.recompute_ops; },
           "host cost of checkpointing's extra forward per operator, relative to an ordinary one; fitted from "
           "host-bound checkpointed rows with the host line known",
-          in("time", 1, nn, own, true), in(kHf, 2.5, nn, own)),
+          in("time", 1, nn, own, true), hf(in(kHf, 2.5, nn, own))),
       // bitsandbytes' Linear4bit / MatMul4Bit run more Python per call than an nn.Linear (the
       // quant state, the dtype checks, an autograd Function). Prior 0: what the host line alone
       // predicted; fitted by its own step from host-bound quantized rows (calibrate/fit_quant.cpp).
       row("host_per_quant_call_s", &K::host_per_quant_call_s, Term::host, [](F f, C) { return f.quant_linear_calls; },
           "a quantized base's host dispatch beyond the host line: seconds per quantized projection call "
           "(forward passes and backward)",
-          fixed(0), in(kHf, 0, nn, own, true)),
+          fixed(0), hf(in(kHf, 0, nn, own, true))),
       row("device_scale", &K::device_scale, Term::shape, nullptr,
           "device time of the stack's graph relative to the device's terms on the stack's counts (extra casts, "
           "copies and kernels the counts miss); 1 for the runner, whose graph the device terms were fitted on",
-          fixed(1), in(kHf, 1.07, pos, own)),
+          fixed(1), hf(in(kHf, 1.07, pos, own))),
       row("head_device_scale", &K::head_device_scale, Term::shape, nullptr,
           "the same for the LM head and the loss over the vocabulary (the stack's fp32 upcast and log-softmax)",
-          fixed(1), in(kHf, 0.82, pos, own)),
+          fixed(1), hf(in(kHf, 0.82, pos, own))),
       device("device_fixed_s", &K::device_fixed_s, Term::device, one, "device time per micro-batch whatever its size",
              in("time", 0, nn, lin)),
       rate(device("gemm_tflops", &K::gemm_tflops, Term::device,
@@ -145,7 +149,7 @@ std::vector<Coefficient> coefficient_rows() {
           [](F f, C) { return f.dequant_weight_bytes; },
           "a quantized base's dequantization: device seconds per stored weight byte dequantized (forward "
           "passes and backward)",
-          fixed(0), in(kHf, 1.7e-12, nn, own, true)),
+          fixed(0), hf(in(kHf, 1.7e-12, nn, own, true))),
       device("per_kernel_s", &K::per_kernel_s, Term::device_kernels, [](F f, C) { return f.host_ops; },
              "device time floor per operator (launch latency, tiny kernels)", in("time", 0, nn, lin)),
       device("overlap_loss", &K::overlap_loss, Term::shape, overlap_feature,
@@ -158,11 +162,11 @@ std::vector<Coefficient> coefficient_rows() {
              in("time", 1024, pos, never)),
       row("optimizer_fixed_s", &K::optimizer_fixed_s, Term::optimizer_host, one,
           "AdamW step + zero_grad (fused AdamW + clipping under Trainer): host time, fixed part",
-          in("time", 0, nn, lin), in(kHf, 1.2e-3, nn, lin)),
+          in("time", 0, nn, lin), hf(in(kHf, 1.2e-3, nn, lin))),
       row("optimizer_per_tensor_s", &K::optimizer_per_tensor_s, Term::optimizer_host,
           [](F f, C) { return f.lora_tensors; },
           "host dispatch per adapter tensor (the optimizer updates one tensor at a time)", in("time", 0, nn, lin),
-          in(kHf, 4.2e-5, nn, lin)),
+          hf(in(kHf, 4.2e-5, nn, lin))),
       device("optimizer_device_per_tensor_s", &K::optimizer_device_per_tensor_s, Term::optimizer_device,
              [](F f, C) { return f.lora_tensors; }, "device time per adapter tensor", in("time", 0, nn, lin)),
       device("optimizer_per_param_s", &K::optimizer_per_param_s, Term::optimizer_device,
@@ -170,32 +174,32 @@ std::vector<Coefficient> coefficient_rows() {
              in("time", 0, nn, lin)),
       row("saved_scale", &K::saved_scale, Term::allocated, saved_feature,
           "x the counted activations saved for backward (and a rebuilt block's, when it sets the peak)",
-          in("memory", 1, nn, lin), in(kHf, 1.0, nn, lin)),
+          in("memory", 1, nn, lin), hf(in(kHf, 1.0, nn, lin))),
       row("attention_score_scale", &K::attention_score_scale, Term::allocated, score_feature,
           "x the b*H*s*s attention scores (0 with fused attention); the hf-peft counts include eager "
           "attention's scores themselves",
-          in("memory", 0, nn, lin), fixed(1.0)),
+          in("memory", 0, nn, lin), hf(fixed(1.0))),
       row("logits_scale", &K::logits_scale, Term::allocated, logits_feature, "x the counted logits and loss buffers",
-          in("memory", 1, nn, lin), in(kHf, 1.0, nn, lin)),
+          in("memory", 1, nn, lin), hf(in(kHf, 1.0, nn, lin))),
       row("workspace_bytes", &K::workspace_bytes, Term::allocated, one,
-          "allocator-visible constant (library workspaces, tables)", in("memory", 0, b, lin), in(kHf, 5.98e7, b, lin)),
+          "allocator-visible constant (library workspaces, tables)", in("memory", 0, b, lin), hf(in(kHf, 5.98e7, b, lin))),
       row("reserved_scale", &K::reserved_scale, Term::reserved, [](F f, C) { return f.allocated_bytes; },
           "the caching allocator's reserved memory per allocated byte (hf-peft: 1, the slack rows carry it; an "
           "anchored fit may move it)",
-          in("memory", 1, nn, lin), in(kHf, 1.0, pos, own)),
+          in("memory", 1, nn, lin), hf(in(kHf, 1.0, pos, own))),
       row("reserved_overhead_bytes", &K::reserved_overhead_bytes, Term::reserved, one,
-          "the caching allocator's constant overhead", in("memory", 0, b, lin), in(kHf, 5.65e7, b, lin)),
+          "the caching allocator's constant overhead", in("memory", 0, b, lin), hf(in(kHf, 5.65e7, b, lin))),
       // Blocks freed between the forward's and the backward's allocations leave gaps in
       // proportion to the activations, and the loss's vocabulary-sized transients their own.
       row("reserved_activation_share", &K::reserved_activation_share, Term::reserved_slack,
           [](F f, C) { return f.allocated_bytes - f.static_bytes; },
           "allocator slack per byte of activations (allocated beyond the static memory)", fixed(0),
-          in(kHf, 0.0, nn, lin)),
+          hf(in(kHf, 0.0, nn, lin))),
       row("reserved_logits_share", &K::reserved_logits_share, Term::reserved_slack,
           [](F f, C) { return quant_fused(f) ? 0.0 : f.logits_buffer_bytes; },
           "allocator slack in half-precision logits tensors (the loss's large transient blocks; a quantized base "
           "under the fused head: reserved_quant_fused_share instead)", fixed(0),
-          in(kHf, 1.19, nn, lin)),
+          hf(in(kHf, 1.19, nn, lin))),
       // A quantized base dequantizes each projection's weight into a block of its own fixed size
       // between the blocks' activations, forward and again in the backward; under TRL's fused
       // LM head no vocabulary-sized block is freed for the activations to reuse, and the measured
@@ -207,51 +211,51 @@ std::vector<Coefficient> coefficient_rows() {
           [](F f, C) { return quant_fused(f) ? f.saved_bytes : 0.0; },
           "allocator slack per byte of saved activations of a quantized base under TRL's fused LM head (the "
           "dequantized weights' gaps among the activations); 0 otherwise",
-          fixed(0), in(kHf, 0.0, nn, never, true)),
+          fixed(0), hf(in(kHf, 0.0, nn, never, true))),
       device("context_bytes", &K::context_bytes, Term::limit, one,
              "device memory outside the allocator (CUDA context, kernel images): a prior, never fitted (no "
              "measured peak includes it)",
              in("memory", 0, b, never)),
       row("expected_time_error", &K::expected_time_error, Term::shape, nullptr,
           "typical relative step-time error of these coefficients", in("profile", 0.5, Range::relative_error, never),
-          in(kHf, 0.3, nn, never)),
+          hf(in(kHf, 0.3, nn, never))),
       row("expected_memory_error", &K::expected_memory_error, Term::shape, nullptr,
           "typical relative peak-memory error", in("profile", 0.2, Range::relative_error, never),
-          in(kHf, 0.05, nn, never)),
+          hf(in(kHf, 0.05, nn, never))),
       // A prior's device term (model::PriorErrors::memory_bytes): what a GPU's kernels and
       // libraries hold beyond the count, which no datasheet gives; 0 where a profile predates it.
       row("expected_memory_error_bytes", nullptr, Term::shape, nullptr,
           "a prior's unknown device memory, added whole to the worst case (bytes)",
-          in("profile", 0, b, never, true), fixed(0)),
+          in("profile", 0, b, never, true), hf(fixed(0))),
       // The step-time range (StepTime::low_s/high_s): priors, never fitted. The H200's host speed
       // moved 18.5% at most (rms 7.3%) between processes of one lease and its fitted host cost
       // per operator 22% between leases (docs/cost-model.md, "Range"). The runner's profile has
       // no spreads of its own: its expected error stands for both.
       row("host_spread", &K::host_spread, Term::shape, nullptr,
           "relative deviation of the host's time between processes and machines (a prior, not fitted)",
-          same_as("expected_time_error"), in(kHf, 0.20, Range::fraction, never)),
+          same_as("expected_time_error"), hf(in(kHf, 0.20, Range::fraction, never))),
       row("device_spread", &K::device_spread, Term::shape, nullptr,
           "relative deviation of the device's time from the prediction (a prior, not fitted)",
-          same_as("expected_time_error"), in(kHf, 0.10, Range::fraction, never)),
+          same_as("expected_time_error"), hf(in(kHf, 0.10, Range::fraction, never))),
       // What a measured peak exceeded its count by, as a share of the variable memory (reserved
       // less the exactly counted weights, adapters, gradients and optimizer state): the worst case
       // that decides `fits` (docs/cost-model.md, "Worst case"). The hf-peft share bounds every
       // held-out H200 row (bench/results/worst-case.md); the runner's is its expected memory error.
       row("worst_case_margin", &K::worst_case_margin, Term::shape, nullptr,
           "share of the variable memory (reserved less the static weights and optimizer state) the worst case adds",
-          same_as("expected_memory_error"), in(kHf, 0.10, Range::share, never, true)),
+          same_as("expected_memory_error"), hf(in(kHf, 0.10, Range::share, never, true))),
       // Where the variable memory is small (micro-batch 1 at short lengths) the excess was a few
       // blocks whatever the size: library workspaces, the allocator's rounding.
       row("worst_case_bytes", &K::worst_case_bytes, Term::shape, nullptr,
           "bytes the worst case adds whatever the micro-batch (workspaces and blocks the count does not see)",
-          fixed(0), in(kHf, 268435456.0, b, never, true)),
+          fixed(0), hf(in(kHf, 268435456.0, b, never, true))),
       // Data of many lengths. Measured on the H200 with Transformers/TRL (bench/results/
       // lengths-accuracy.md says on which rows and how); the runner has not been measured, so
       // its entries are 0 -- it runs with expandable segments, whose share was small there.
       row("new_shape_s", &K::new_shape_s, Term::shape, nullptr,
           "seconds a micro-batch adds when its padded shape is new to the process (kernel and GEMM "
           "heuristics chosen per shape, then cached): the first epoch of varying lengths pays it per new shape",
-          fixed(0), in(kHf, 0.18, nn, own)),
+          fixed(0), hf(in(kHf, 0.18, nn, own))),
       // The calibration's probe discards its process's first step as warm-up, so no calibration row
       // shows these: `python3 bench/hf/epochs_accuracy.py --fit` gives them from the FIT epochs (each
       // a fresh process's first step less its prediction at its widths, less the epoch's steady
@@ -261,21 +265,21 @@ std::vector<Coefficient> coefficient_rows() {
       row("first_step_s", &K::first_step_s, Term::shape, nullptr,
           "seconds a training process's first step adds beyond its shapes (CUDA/cuBLAS set-up, the optimizer's "
           "state): a fresh process's first epoch pays it once",
-          fixed(0), in(kHf, 0.46, nn, never)),
+          fixed(0), hf(in(kHf, 0.46, nn, never))),
       row("first_step_fused_head_s", &K::first_step_fused_head_s, Term::shape, nullptr,
           "what TRL's fused LM head adds to that first step (its Triton kernels, from the machine's cache)",
-          fixed(0), in(kHf, 0.69, nn, never)),
+          fixed(0), hf(in(kHf, 0.69, nn, never))),
       row("cold_start_s", &K::cold_start_s, Term::shape, nullptr,
           "what the first training process on a machine adds once (kernel images from disk, Triton kernels "
           "compiled): the high end of the epoch's range only",
-          fixed(0), in(kHf, 5.5, nn, never)),
+          fixed(0), hf(in(kHf, 5.5, nn, never))),
       row("varying_share_default", &K::varying_share_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes: expected extra reserved memory per byte of the "
           "worst micro-batch's activations",
-          fixed(0), in(kHf, 0.35, nn, own)),
+          fixed(0), hf(in(kHf, 0.35, nn, own))),
       row("varying_bound_default", &K::varying_bound_default, Term::shape, nullptr,
           "the same share in the worst case: never below a measured peak of the rows it was fitted on",
-          fixed(0), in(kHf, 1.51, nn, own)),
+          fixed(0), hf(in(kHf, 1.51, nn, own))),
       // At the memory limit the default allocator frees its unused cached segments and retries
       // before it reports an out-of-memory, so a split needs far less than the bound above: the
       // allocated peak plus what stays fragmented inside segments in use. Capped runs measure it
@@ -283,12 +287,12 @@ std::vector<Coefficient> coefficient_rows() {
       row("varying_need_default", &K::varying_need_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes at the memory limit: memory needed beyond the worst "
           "micro-batch's allocated peak, per byte of its activations (0: the bound decides whether a split fits)",
-          fixed(0), in(kHf, 0.46, nn, own)),
+          fixed(0), hf(in(kHf, 0.46, nn, own))),
       row("varying_share_expandable", &K::varying_share_expandable, Term::shape, nullptr,
           "expandable segments under varying shapes: expected extra reserved memory per byte of activations",
-          fixed(0), in(kHf, 0.0, nn, own)),
+          fixed(0), hf(in(kHf, 0.0, nn, own))),
       row("varying_bound_expandable", &K::varying_bound_expandable, Term::shape, nullptr,
-          "the same share in the worst case", fixed(0), in(kHf, 0.0, nn, own)),
+          "the same share in the worst case", fixed(0), hf(in(kHf, 0.0, nn, own))),
       // TRL's fused LM head recomputes each logits tile in its backward and reduces it in
       // chunks; its FLOPs and traffic count the head once (hf_analytics.cpp). What it costs
       // beyond them is fitted per token from the calibration plan's fused-head runs; 0 until
@@ -296,7 +300,7 @@ std::vector<Coefficient> coefficient_rows() {
       row("fused_head_s_per_token", &K::fused_head_s_per_token, Term::device, [](F f, C) { return f.fused_head_tokens; },
           "device seconds per token TRL's fused LM head adds beyond the head's FLOPs and traffic (its tiles' "
           "recompute and reductions); 0 without the fused head",
-          fixed(0), in(kHf, 0, nn, own, true)),
+          fixed(0), hf(in(kHf, 0, nn, own, true))),
   };
 }
 

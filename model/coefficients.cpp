@@ -6,6 +6,7 @@
 
 #include "model/coefficient_rows.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::model {
 
@@ -49,7 +50,15 @@ double Coefficient::term_value(const Features& f, const Coefficients& c, double 
   return 0;
 }
 
+const OwnEntry* Coefficient::own_entry(std::string_view stack) const {
+  for (const OwnEntry& e : own)
+    if (e.stack == stack) return &e;
+  return nullptr;
+}
+
 namespace {
+
+[[noreturn]] void table_error(const std::string& what) { throw InputError("coefficient table: " + what); }
 
 // The process's table: rows (a deque, so that adding one moves none), their stored values and,
 // per sum, its rows in table order (every prediction evaluates the sums per split, and walking
@@ -60,39 +69,81 @@ struct Table {
   std::vector<std::vector<const Coefficient*>> by_term = std::vector<std::vector<const Coefficient*>>(
       static_cast<size_t>(Term::limit) + 1);
 
+  static bool stores(const StackEntry& e) { return e.section && !e.same_as; }
+
+  void store(const Coefficient& c, const StackEntry& e, StackKind stack, int& index) {
+    if (!stores(e)) return;
+    index = static_cast<int>(stored.size());
+    stored.push_back({&c, stack});
+  }
+
   void add(const Coefficient& row) {
+    auto sections = [](const Coefficient& r) {
+      std::vector<std::string_view> s;
+      if (r.device.section) s.push_back(r.device.section);
+      for (const OwnEntry& e : r.own)
+        if (e.entry.section) s.push_back(e.entry.section);
+      return s;
+    };
     for (const Coefficient& r : rows)
-      if (std::string_view(r.name) == row.name && !r.shared && !row.shared) {
-        for (int s = 0; s < kStackCount; ++s)
-          if (r.stacks[s].section && row.stacks[s].section &&
-              std::string_view(r.stacks[s].section) == row.stacks[s].section)
-            throw InputError(std::string("coefficient table: ") + row.name + " is in its section twice");
-      }
+      if (std::string_view(r.name) == row.name)
+        for (std::string_view a : sections(r))
+          for (std::string_view b : sections(row))
+            if (a == b) table_error(std::string(row.name) + " is in its section twice");
     rows.push_back(row);
     Coefficient& c = rows.back();
-    int owner = -1;  // a shared row: the one stack that stores it
-    for (int s = 0; s < kStackCount; ++s) {
-      const StackEntry& e = c.stacks[s];
-      c.slot[s] = -1;
-      if (!e.section || e.same_as || (c.shared && owner >= 0)) continue;
-      c.slot[s] = static_cast<int>(stored.size());
-      stored.push_back({&c, static_cast<StackKind>(s)});
-      if (c.shared) owner = s;
-    }
-    for (int s = 0; s < kStackCount; ++s) {
-      const StackEntry& e = c.stacks[s];
-      if (c.shared && owner >= 0) {
-        c.slot[s] = c.slot[owner];  // the device's value, whichever stack reads it
-      } else if (e.same_as) {
-        const Coefficient* other = nullptr;
-        for (const Coefficient& r : rows)
-          if (std::string_view(r.name) == e.same_as) other = &r;
-        if (!other || other == &c)
-          throw InputError(std::string("coefficient table: ") + c.name + " copies unknown " + e.same_as);
-        c.slot[s] = other->slot[s];
+    store(c, c.device, device_stack(), c.device_stored);
+    for (OwnEntry& e : c.own) store(c, e.entry, stack_named(c, e.stack), e.stored);
+    if (c.form != Form::ratio && c.feature) by_term[static_cast<size_t>(c.term)].push_back(&c);
+    resolve_slots();
+  }
+
+  void add_entry(std::string_view name, std::string_view stack, const StackEntry& entry) {
+    Coefficient* c = nullptr;
+    for (Coefficient& r : rows)
+      if (std::string_view(r.name) == name) c = &r;
+    if (!c) table_error("no row " + std::string(name) + " to give the " + std::string(stack) + " stack an entry in");
+    if (c->own_entry(stack)) table_error(std::string(name) + " names the " + std::string(stack) + " stack twice");
+    const StackKind kind = stack_named(*c, stack);
+    c->own.push_back({std::string(stack), entry, -1});
+    store(*c, entry, kind, c->own.back().stored);
+    resolve_slots();
+  }
+
+  static StackKind stack_named(const Coefficient& c, std::string_view name) {
+    const TrainingStack* s = find_stack(name);
+    if (!s) table_error(std::string(c.name) + " names stack " + std::string(name) + ", which is not registered");
+    if (s->calibrates_device())
+      table_error(std::string(c.name) + ": the " + std::string(name) + " stack calibrates the device: its entry is the device's");
+    return s->kind();
+  }
+
+  // Per registered stack, the entry each row reads by and the stored value it reads: its own, or
+  // the device's (as a reader unless the stack calibrates the device); another row's (`same_as`,
+  // an earlier row) for that stack; -1 for a fixed prior.
+  void resolve_slots() {
+    const size_t stacks = static_cast<size_t>(stack_count());
+    for (size_t r = 0; r < rows.size(); ++r) {
+      Coefficient& c = rows[r];
+      c.entries.assign(stacks, StackEntry{});
+      c.slot.assign(stacks, -1);
+      for (size_t s = 0; s < stacks; ++s) {
+        const TrainingStack& stack = training_stack(StackKind{static_cast<int>(s)});
+        const OwnEntry* own = c.own_entry(stack.name());
+        const StackEntry& e = own ? own->entry : c.device;
+        c.entries[s] = e;
+        if (!own && !stack.calibrates_device()) c.entries[s] = {nullptr, e.prior, e.range, Fit::never, false, e.same_as};
+        if (stores(e)) {
+          c.slot[s] = own ? own->stored : c.device_stored;
+        } else if (e.same_as) {
+          const Coefficient* other = nullptr;
+          for (size_t o = 0; o < r; ++o)
+            if (std::string_view(rows[o].name) == e.same_as) other = &rows[o];
+          if (!other) table_error(std::string(c.name) + " copies unknown " + e.same_as);
+          c.slot[s] = other->slot[s];
+        }
       }
     }
-    if (c.form != Form::ratio && c.feature) by_term[static_cast<size_t>(c.term)].push_back(&c);
   }
 };
 
@@ -118,6 +169,12 @@ const Coefficient* find_coefficient(std::string_view name) {
 const std::vector<StoredValue>& stored_values() { return table().stored; }
 
 void add_coefficient(const Coefficient& row) { table().add(row); }
+
+void add_stack_entry(std::string_view row, std::string_view stack, const StackEntry& entry) {
+  table().add_entry(row, stack, entry);
+}
+
+void refresh_stacks() { table().resolve_slots(); }
 
 double sum_terms(Term term, const Features& f, const Coefficients& c, double rate_scale) {
   // The lists, not the table: every prediction evaluates the sums per split.

@@ -1,14 +1,17 @@
 // The coefficient table: every number of a hardware profile's cost model, for every training
 // stack, once. A row is one coefficient: the regressor (feature) it multiplies, the term it
-// belongs to, and per stack its prior, its allowed range, how calibration fits it and which
-// TOML section holds it ([time]/[memory]/[profile] for lorasim's runner and the device,
-// [stack.hf-peft] for hf-peft). A device row (rates, kernel floors, overlap, context) is stored
-// once and shared by every stack. model/cost_model.cpp evaluates the equations through it,
+// belongs to, and its entries -- prior, allowed range, how calibration fits it and which TOML
+// section holds it: the device's ([time]/[memory]/[profile], lorasim's runner fits it), and,
+// by the stack's name, those of stacks with a value of their own ([stack.hf-peft]). A stack a
+// row does not name reads the device's. A device row (rates, kernel floors, overlap, context)
+// names no stack: stored once and shared by every stack. model/cost_model.cpp evaluates the equations through it,
 // calibrate/fit*.cpp builds its design matrices from it and hwprofiles/ reads, checks and writes
 // the profile from it: adding a coefficient is one row here (and its field in Coefficients).
 #pragma once
-#include <array>
+#include <cstddef>
+#include <iterator>
 #include <deque>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -53,6 +56,37 @@ struct Features {
   /// peak_memory's own prediction otherwise (features() leaves it 0).
   double allocated_bytes = 0;
 };
+
+/// Each feature is marked here as growing linearly with the micro-batch (at a fixed sequence
+/// length) or not: CostModel::at scales the first from one evaluation at micro-batch 1. A field
+/// added to Features without a mark fails the static_assert below.
+inline constexpr double Features::*kPerMicroBatch[] = {
+    &Features::gemm_flops,      &Features::head_flops,   &Features::attention_flops,
+    &Features::memory_bytes,    &Features::loss_bytes,   &Features::tokens,
+    &Features::fused_head_tokens, &Features::saved_bytes, &Features::attention_score_bytes,
+    &Features::logits_bytes,    &Features::recompute_bytes, &Features::logits_buffer_bytes,
+};
+/// The same whatever the micro-batch: operator counts, per-token and per-workload constants, a
+/// loss tile's size (with_loss_tile adds its bytes per split), and allocated_bytes (set by its users).
+inline constexpr double Features::*kPerWorkload[] = {
+    &Features::gemm_flops_per_token, &Features::host_ops,         &Features::recompute_ops,
+    &Features::loss_tile_bytes_per_token, &Features::loss_tile_tokens, &Features::family_memory_error,
+    &Features::dequant_weight_bytes, &Features::quant_linear_calls, &Features::static_bytes,
+    &Features::lora_tensors,         &Features::trainable_params, &Features::allocated_bytes,
+};
+namespace detail {
+constexpr bool marked_once() {
+  constexpr size_t n = std::size(kPerMicroBatch), m = std::size(kPerWorkload);
+  for (size_t i = 0; i < n + m; ++i)
+    for (size_t j = i + 1; j < n + m; ++j)
+      if ((i < n ? kPerMicroBatch[i] : kPerWorkload[i - n]) == (j < n ? kPerMicroBatch[j] : kPerWorkload[j - n]))
+        return false;
+  return true;
+}
+}  // namespace detail
+static_assert(detail::marked_once() &&
+                  (std::size(kPerMicroBatch) + std::size(kPerWorkload)) * sizeof(double) == sizeof(Features),
+              "mark every field of Features once, in kPerMicroBatch or kPerWorkload");
 
 /// Every row's value for one stack: what the equations read (model::resolve fills it from a
 /// HardwareModel). docs/cost-model.md says what each stands for; the table's `why` too.
@@ -179,6 +213,13 @@ struct StackEntry {
   const char* same_as = nullptr;
 };
 
+/// A stack's own entry in a row, by the stack's name (its TrainingStack::name()).
+struct OwnEntry {
+  std::string stack;  ///< "hf-peft"
+  StackEntry entry;
+  int stored = -1;    ///< set by the table: its index in stored_values() (-1: it stores none)
+};
+
 struct Coefficient {
   const char* name;                      ///< the TOML key
   double Coefficients::*field = nullptr; ///< where the equations read it (nullptr: no equation yet)
@@ -191,14 +232,24 @@ struct Coefficient {
   double (*feature)(const Features& f, const Coefficients& c) = nullptr;
   const char* base = nullptr;  ///< Form::ratio: the name of the coefficient whose theta it scales
   const char* why = "";        ///< one line: what it stands for
-  /// A device row: one value, stored in the first stack's section, read by every stack; only
-  /// the stack whose entry fits it (lorasim's runner) moves it.
-  bool shared = false;
-  std::array<StackEntry, kStackCount> stacks{};
-  /// Set by the table: the index in stored_values() each stack reads (-1: the entry's prior).
-  std::array<int, kStackCount> slot{{-1, -1}};
+  /// The device's entry ([time], [memory], [profile]): what the stack that calibrates the device
+  /// (TrainingStack::calibrates_device, lorasim's runner) stores and fits, and what every stack
+  /// without an entry of its own reads -- the stored value, the same prior, or the same other
+  /// row's value -- but never fits.
+  StackEntry device;
+  /// The stacks with an entry of their own, by name: a stack a row does not name needs no entry.
+  std::vector<OwnEntry> own;
+  /// Set by the table, per registered stack (StackKind::index): the entry that stack reads the
+  /// row by, and the index in stored_values() it reads (-1: the entry's prior).
+  std::vector<StackEntry> entries;
+  std::vector<int> slot;
+  int device_stored = -1;  ///< set by the table: the device entry's index in stored_values()
 
-  const StackEntry& in(StackKind s) const { return stacks[stack_index(s)]; }
+  const StackEntry& in(StackKind s) const { return entries[static_cast<size_t>(s.index)]; }
+  /// `stack`'s own entry, or nullptr when it reads the device's.
+  const OwnEntry* own_entry(std::string_view stack) const;
+  /// A device row: no stack has an entry of its own, every stack reads the one stored value.
+  bool shared() const { return own.empty(); }
   double& of(Coefficients& c) const { return c.*field; }
   double of(const Coefficients& c) const { return c.*field; }
   /// Whether `s` stores the value itself (in its section, not another stack's or row's):
@@ -225,8 +276,15 @@ const Coefficient* find_coefficient(std::string_view name);
 const std::vector<StoredValue>& stored_values();
 
 /// Appends a row to the process's table (for tests, and for a coefficient under trial). Rows
-/// added after a HardwareModel was built are not in it: build models afterwards.
+/// added after a HardwareModel was built are not in it: build models afterwards (or
+/// complete_values). The stacks its own entries name must be registered.
 void add_coefficient(const Coefficient& row);
+/// Gives the registered stack `stack` an entry of its own in the row named `row`: a stack added
+/// at run time (model::register_stack) brings its rows' entries so. Throws InputError for an
+/// unknown row or stack, or a row that already names the stack.
+void add_stack_entry(std::string_view row, std::string_view stack, const StackEntry& entry);
+/// Called by model::register_stack: sizes every row's per-stack entries for the new stack.
+void refresh_stacks();
 
 /// Sum of `term`'s entries, in table order, for one micro-batch (or the optimizer).
 double sum_terms(Term term, const Features& f, const Coefficients& c, double rate_scale = 1.0);

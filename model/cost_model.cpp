@@ -138,22 +138,11 @@ CostModel::CostModel(const Workload& w, const StackModel& m)
 
 Features CostModel::at(int64_t micro_batch) const {
   // The FLOPs, bytes and activations are linear in the micro-batch at a fixed sequence
-  // length and the other features do not depend on it (model/coefficients.h), so one
+  // length and the other features do not depend on it (model/coefficients.h marks which), so one
   // evaluation at b = 1 serves all splits.
   const double b = static_cast<double>(micro_batch);
   Features f = unit_;
-  f.gemm_flops *= b;
-  f.head_flops *= b;
-  f.attention_flops *= b;
-  f.memory_bytes *= b;
-  f.loss_bytes *= b;
-  f.saved_bytes *= b;
-  f.attention_score_bytes *= b;
-  f.logits_bytes *= b;
-  f.recompute_bytes *= b;
-  f.logits_buffer_bytes *= b;
-  f.tokens *= b;
-  f.fused_head_tokens *= b;
+  for (double Features::*linear : kPerMicroBatch) f.*linear *= b;
   return with_loss_tile(f);
 }
 

@@ -32,6 +32,16 @@ void complete_values(HardwareModel& hw) {
   for (size_t i = hw.values.size(); i < stored.size(); ++i) hw.values.push_back(stored[i].entry().prior);
 }
 
+StackOrigin& HardwareModel::origin(StackKind s) {
+  if (static_cast<size_t>(s.index) >= origins.size()) origins.resize(static_cast<size_t>(s.index) + 1);
+  return origins[static_cast<size_t>(s.index)];
+}
+
+const StackOrigin& HardwareModel::origin(StackKind s) const {
+  static const StackOrigin prior;  // a stack registered after this model was built
+  return static_cast<size_t>(s.index) < origins.size() ? origins[static_cast<size_t>(s.index)] : prior;
+}
+
 double HardwareModel::peak_tflops(Precision p) const {
   switch (p) {
     case Precision::bf16: return peak_bf16_tflops;
@@ -50,13 +60,13 @@ const Coefficient& row_named(std::string_view name) {
 }  // namespace
 
 double HardwareModel::value(const Coefficient& row, StackKind stack) const {
-  const int slot = row.slot[stack_index(stack)];
+  const int slot = row.slot[static_cast<size_t>(stack.index)];
   return slot >= 0 && static_cast<size_t>(slot) < values.size() ? values[static_cast<size_t>(slot)]
                                                                  : row.in(stack).prior;
 }
 
 double& HardwareModel::value(const Coefficient& row, StackKind stack) {
-  const int slot = row.slot[stack_index(stack)];
+  const int slot = row.slot[static_cast<size_t>(stack.index)];
   if (slot >= 0 && static_cast<size_t>(slot) >= values.size()) complete_values(*this);
   if (slot < 0)
     throw ConfigError(std::string(row.name) + " is a fixed prior of the " + stack_name(stack) + " stack, not a value");

@@ -2,7 +2,6 @@
 // (model/coefficients.h) for every stack. hwprofiles/ reads and writes these from TOML;
 // calibrate/ fits them; model::resolve picks one stack's values for the equations.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,7 +67,7 @@ struct HardwareModel {
   /// One number per model::stored_values() entry: the device's rows, lorasim's runner's and
   /// each stack's own.
   std::vector<double> values;
-  std::array<StackOrigin, kStackCount> origins;  ///< per stack with a section of its own
+  std::vector<StackOrigin> origins;  ///< per stack (StackKind::index), for those with a section of their own
   /// The profile's [interconnect] table; empty: it has none, and data-parallel predictions use
   /// the prior of the link kind (simulator/data_parallel.h).
   std::optional<Interconnect> interconnect;
@@ -80,8 +79,8 @@ struct HardwareModel {
   double& value(std::string_view row, StackKind stack = StackKind::lorasim);
   double value(const Coefficient& row, StackKind stack) const;
   double& value(const Coefficient& row, StackKind stack);
-  StackOrigin& origin(StackKind s) { return origins[stack_index(s)]; }
-  const StackOrigin& origin(StackKind s) const { return origins[stack_index(s)]; }
+  StackOrigin& origin(StackKind s);
+  const StackOrigin& origin(StackKind s) const;
 
   /// Datasheet peak for `p`, TFLOP/s (0 when unknown).
   double peak_tflops(Precision p) const;

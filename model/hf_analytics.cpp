@@ -193,8 +193,11 @@ ActivationMemory hf_activation_memory(const Workload& w, int64_t micro_batch) {
     double largest = block;
     for (int64_t l = 0; l < a.num_layers; ++l) largest = std::max(largest, hf_layer_saved_per_token(w, l, false));
     m.saved_bytes = n * (L * h * e + outer);
+    // At least a byte per row of the micro-batch, so that it stays positive (checkpointing is on)
+    // and linear in the micro-batch, as model::Features marks it.
+    const double seq = static_cast<double>(w.train.seq_len);
     m.recompute_bytes =
-        std::max(1.0, n * (largest + 2 * h * e + rebuilt_cast_bytes(w) - (fused ? 0.0 : 4 * V + softcap)));
+        n * std::max(1.0 / seq, largest + 2 * h * e + rebuilt_cast_bytes(w) - (fused ? 0.0 : 4 * V + softcap));
   } else if (a.local_layer_count() == 0) {
     m.saved_bytes = n * ((L - 1) * block + hf_block_saved_per_token(w, true) + outer);
   } else {

@@ -35,9 +35,14 @@ const char* allocator_name(AllocatorMode a) {
 }
 
 StackKind parse_stack(const std::string& text) {
-  if (text == "hf-peft" || text == "hf") return StackKind::hf_peft;
-  if (text == "lorasim") return StackKind::lorasim;
-  throw InputError("unknown stack " + quoted_excerpt(text) + ": allowed are hf-peft (Transformers/TRL + PEFT) and lorasim");
+  if (const TrainingStack* s = find_stack(text)) return s->kind();
+  std::string allowed;  // "hf-peft (Transformers/TRL + PEFT) and lorasim"
+  for (int i = 0; i < stack_count(); ++i) {
+    const TrainingStack& s = training_stack(StackKind{i});
+    allowed += std::string(i == 0 ? "" : i + 1 == stack_count() ? " and " : ", ") + s.name() +
+               (s.summary().empty() ? "" : " (" + s.summary() + ")");
+  }
+  throw InputError("unknown stack " + quoted_excerpt(text) + ": allowed are " + allowed);
 }
 
 AttnImpl parse_attn_impl(const std::string& text) {

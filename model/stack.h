@@ -7,14 +7,18 @@
 
 namespace lorasim::model {
 
-enum class StackKind {
-  hf_peft,  ///< Hugging Face Transformers (Trainer, TRL's SFTTrainer or a plain loop) + PEFT
-  lorasim,  ///< lorasim's own LibTorch runner (calibrate/)
+/// A training stack: its place in the registry of stack objects (model/training_stack.h:
+/// training_stack(kind), find_stack(name), register_stack). The two built in are named here; a
+/// stack registered later gets its kind from register_stack, with no edit here.
+struct StackKind {
+  int index = 0;
+  static const StackKind hf_peft;  ///< Hugging Face Transformers (Trainer, TRL's SFTTrainer or a plain loop) + PEFT
+  static const StackKind lorasim;  ///< lorasim's own LibTorch runner (calibrate/)
+  friend constexpr bool operator==(StackKind a, StackKind b) { return a.index == b.index; }
+  friend constexpr bool operator!=(StackKind a, StackKind b) { return a.index != b.index; }
 };
-/// How many stacks there are: the coefficient table holds one entry per stack per row.
-inline constexpr int kStackCount = 2;
-/// The stack's position in per-stack arrays.
-inline constexpr int stack_index(StackKind k) { return static_cast<int>(k); }
+inline constexpr StackKind StackKind::hf_peft{0};
+inline constexpr StackKind StackKind::lorasim{1};
 
 /// Attention implementation, as transformers' `attn_implementation` names it.
 enum class AttnImpl { sdpa, eager, flash_attention_2 };
@@ -45,10 +49,11 @@ struct StackSpec {
   std::string describe() const;
 };
 
-const char* stack_name(StackKind k);          ///< "hf-peft", "lorasim"
+const char* stack_name(StackKind k);          ///< "hf-peft", "lorasim": training_stack(k).name()
 const char* attn_impl_name(AttnImpl a);       ///< "sdpa", "eager", "flash_attention_2"
 const char* allocator_name(AllocatorMode a);  ///< "default", "expandable"
-/// Parsers throw InputError naming the value and the allowed ones.
+/// Parsers throw InputError naming the value and the allowed ones. A stack by its name or an
+/// alias of it (training_stack.h's registry).
 StackKind parse_stack(const std::string& text);
 AttnImpl parse_attn_impl(const std::string& text);
 AllocatorMode parse_allocator(const std::string& text);

@@ -1,6 +1,7 @@
-// The features every stack shares the shape of, and the stack objects by kind.
+// The features every stack shares the shape of, and the registry of stack objects.
 #include "model/training_stack.h"
 
+#include "model/error.h"
 #include "model/quant_memory.h"
 #include "model/stacks/hf_peft_stack.h"
 #include "model/stacks/lorasim_stack.h"
@@ -40,14 +41,54 @@ Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
   return f;
 }
 
-const TrainingStack& training_stack(StackKind kind) {
-  static const LorasimStack lorasim;
-  static const HfPeftStack hf_peft;
-  switch (kind) {
-    case StackKind::lorasim: return lorasim;
-    case StackKind::hf_peft: return hf_peft;
+// The stacks, by kind: the built-in ones in the order of their StackKind names, then those
+// registered at run time.
+class StackRegistry {
+ public:
+  static std::vector<std::unique_ptr<TrainingStack>>& stacks() {
+    static std::vector<std::unique_ptr<TrainingStack>> all = [] {
+      std::vector<std::unique_ptr<TrainingStack>> s;
+      s.push_back(std::make_unique<HfPeftStack>());   // StackKind::hf_peft
+      s.push_back(std::make_unique<LorasimStack>());  // StackKind::lorasim
+      for (size_t i = 0; i < s.size(); ++i) s[i]->kind_ = StackKind{static_cast<int>(i)};
+      return s;
+    }();
+    return all;
   }
-  return hf_peft;
+
+  static StackKind add(std::unique_ptr<TrainingStack> stack) {
+    std::vector<std::string> names = stack->aliases();
+    names.insert(names.begin(), stack->name());
+    for (const std::string& n : names)
+      if (find_stack(n)) throw InputError("a stack named " + quoted_excerpt(n) + " is registered already: name it otherwise");
+    stack->kind_ = StackKind{static_cast<int>(stacks().size())};
+    stacks().push_back(std::move(stack));
+    refresh_stacks();  // every row gets an entry for it
+    return stacks().back()->kind();
+  }
+};
+
+const TrainingStack& training_stack(StackKind kind) {
+  return *StackRegistry::stacks().at(static_cast<size_t>(kind.index));
 }
+
+const TrainingStack* find_stack(std::string_view name) {
+  for (const auto& s : StackRegistry::stacks()) {
+    if (name == s->name()) return s.get();
+    for (const std::string& alias : s->aliases())
+      if (name == alias) return s.get();
+  }
+  return nullptr;
+}
+
+int stack_count() { return static_cast<int>(StackRegistry::stacks().size()); }
+
+StackKind device_stack() {
+  for (const auto& s : StackRegistry::stacks())
+    if (s->calibrates_device()) return s->kind();
+  throw ConfigError("no registered stack calibrates the device");
+}
+
+StackKind register_stack(std::unique_ptr<TrainingStack> stack) { return StackRegistry::add(std::move(stack)); }
 
 }  // namespace lorasim::model

@@ -1,10 +1,15 @@
 // A training stack as the cost model sees it: what one micro-batch of a workload dispatches,
 // computes, moves and saves under that stack (model::Features), and the few words the simulator
-// says about its figures. One implementation per stack (model/stacks/); its coefficients are the
-// table's rows (model/coefficients.h). A new stack is one file of features plus its rows' entries.
+// says about its figures, and what the command line may ask of it. One implementation per stack
+// (model/stacks/), found by kind or name in a registry; its coefficients are the table's rows
+// (model/coefficients.h): the device's entries, and entries of its own where it has them. A new
+// stack is one file of features, a line in the registry (or register_stack) and its own entries.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "model/analytics.h"
 #include "model/coefficients.h"
@@ -13,11 +18,23 @@
 
 namespace lorasim::model {
 
+/// How `lorasim calibrate --stack NAME` measures a stack.
+enum class StackCalibration {
+  runner,    ///< lorasim's LibTorch runner runs it (calibrate/): `lorasim calibrate`, `measure`
+  hf_probe,  ///< the Python probe (python/lorasim_hf) runs it: `lorasim calibrate --stack NAME`
+  none,      ///< lorasim cannot run it: its rows are priors, or fitted from recorded runs (`lorasim fit`)
+};
+
 class TrainingStack {
  public:
   virtual ~TrainingStack() = default;
-  virtual StackKind kind() const = 0;
+  /// Its place in the registry (register_stack sets it).
+  StackKind kind() const { return kind_; }
   virtual const char* name() const = 0;  ///< "hf-peft", "lorasim"
+  /// Other names --stack takes for it ("hf").
+  virtual std::vector<std::string> aliases() const { return {}; }
+  /// What it is, in the list of stacks an unknown name is told ("Transformers/TRL + PEFT"; "": none).
+  virtual std::string summary() const { return ""; }
 
   /// The stack's options when none is given.
   virtual StackSpec default_spec() const = 0;
@@ -44,6 +61,16 @@ class TrainingStack {
   /// runner's do; another stack's refine only its own rows on a given device.
   virtual bool calibrates_device() const = 0;
 
+  /// How its calibration runs.
+  virtual StackCalibration calibration() const = 0;
+  /// "" when it trains on a base quantized by bitsandbytes in `format` ("nf4"), else why not, in
+  /// one line that names a stack that does.
+  virtual std::string quantized_base_refusal(const std::string&) const { return ""; }
+  /// Whether its half-precision training is mixed precision (Trainer's bf16/fp16 flag).
+  virtual bool mixed_precision(const StackSpec& spec) const = 0;
+  /// Whether --trainer's presets (Hugging Face's Trainer, SFTTrainer, a plain loop) describe it.
+  virtual bool takes_trainer_presets() const { return false; }
+
   // The simulator's notes about this stack's figures ("" for none); percentages come formatted.
   /// Its own rows are priors (its section is not calibrated on this device).
   virtual std::string prior_note(const std::string& device_name, const std::string& time_error) const = 0;
@@ -51,9 +78,23 @@ class TrainingStack {
   virtual std::string memory_note(const StackSpec& spec, bool asynchronous, const std::string& memory_error) const = 0;
   /// When some split is host-bound: how far such times may stray.
   virtual std::string host_bound_note(const std::string& host_spread) const = 0;
+
+ private:
+  friend class StackRegistry;
+  StackKind kind_;
 };
 
 /// The stack object of `kind`.
 const TrainingStack& training_stack(StackKind kind);
+/// The stack named `name` (or one of its aliases), or nullptr.
+const TrainingStack* find_stack(std::string_view name);
+/// How many stacks there are: the built-in ones (hf-peft, lorasim), then those registered.
+int stack_count();
+/// The stack whose calibration fits the device's rows (calibrates_device: lorasim's runner).
+StackKind device_stack();
+/// Adds a stack and returns its kind; its rows' entries come with model::add_stack_entry, and
+/// every row it names none of it reads as the device's. Call it before any HardwareModel it is
+/// to predict with is built (or complete_values). Throws InputError for a name already taken.
+StackKind register_stack(std::unique_ptr<TrainingStack> stack);
 
 }  // namespace lorasim::model

@@ -4,6 +4,7 @@
 #include "model/analytics.h"
 #include "model/checked.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::model {
 namespace {
@@ -172,10 +173,10 @@ void Workload::validate() const {
 void require_modelled(const Workload& w) {
   const TrainingSpec& t = w.train;
   const WeightFormat stored = t.weight_storage();
-  if (is_quantized(stored) && w.stack.kind != StackKind::hf_peft)
-    throw invalid("weight_format", std::string("the ") + stack_name(w.stack.kind) + " stack has no " +
-                                       weight_format_name(stored) + " base (bitsandbytes is not in LibTorch): " +
-                                       "predict a quantized base with the hf-peft stack");
+  if (is_quantized(stored)) {
+    const std::string refusal = training_stack(w.stack.kind).quantized_base_refusal(weight_format_name(stored));
+    if (!refusal.empty()) throw invalid("weight_format", refusal);
+  }
   if (!is_quantized(stored) && stored != weight_format_of(t.precision))
     throw invalid("weight_format",
                   std::string("base weights stored in ") + weight_format_name(stored) + " while computing in " +

@@ -5,6 +5,12 @@
 
 namespace lorasim::model {
 
+StackSpec HfPeftStack::default_spec() const {
+  StackSpec s;
+  s.kind = kind();
+  return s;
+}
+
 std::string HfPeftStack::describe(const StackSpec& spec) const {
   char dropout[32];
   std::snprintf(dropout, sizeof dropout, "%g", spec.lora_dropout);

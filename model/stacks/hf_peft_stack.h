@@ -8,9 +8,10 @@ namespace lorasim::model {
 
 class HfPeftStack final : public TrainingStack {
  public:
-  StackKind kind() const override { return StackKind::hf_peft; }
   const char* name() const override { return "hf-peft"; }
-  StackSpec default_spec() const override { return StackSpec{}; }  // PEFT's and Trainer's defaults
+  std::vector<std::string> aliases() const override { return {"hf"}; }
+  std::string summary() const override { return "Transformers/TRL + PEFT"; }
+  StackSpec default_spec() const override;  // PEFT's and Trainer's defaults
   void validate(const StackSpec&) const override {}                // every option is the stack's
   std::string describe(const StackSpec& spec) const override;
   double memory_bound_bytes(const Workload& w, int64_t b) const override { return hf_memory_bound_bytes(w, b); }
@@ -23,6 +24,9 @@ class HfPeftStack final : public TrainingStack {
   double extra_static_bytes(const Workload& w) const override { return hf_extra_static_bytes(w); }
   LossTile loss_tile(const Workload& w) const override { return fused_head_tile(w); }
   bool calibrates_device() const override { return false; }
+  StackCalibration calibration() const override { return StackCalibration::hf_probe; }
+  bool mixed_precision(const StackSpec& spec) const override { return spec.autocast; }  // Trainer's bf16/fp16
+  bool takes_trainer_presets() const override { return true; }
   std::string prior_note(const std::string& device_name, const std::string& time_error) const override;
   std::string memory_note(const StackSpec& spec, bool asynchronous, const std::string& memory_error) const override;
   std::string host_bound_note(const std::string& host_spread) const override;

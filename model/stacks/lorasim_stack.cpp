@@ -8,7 +8,7 @@ namespace lorasim::model {
 // What the runner is: no dropout, no autocast, SDPA where LibTorch has it, expandable segments.
 StackSpec LorasimStack::default_spec() const {
   StackSpec s;
-  s.kind = StackKind::lorasim;
+  s.kind = kind();
   s.attn_impl = AttnImpl::sdpa;
   s.lora_dropout = 0.0;
   s.allocator = AllocatorMode::expandable;
@@ -24,6 +24,11 @@ void LorasimStack::validate(const StackSpec& spec) const {
   if (spec.attn_impl != AttnImpl::sdpa)
     throw InputError(std::string("the lorasim stack has one attention implementation (sdpa), not ") +
                      attn_impl_name(spec.attn_impl) + ": the hf-peft stack models the others", "stack");
+}
+
+std::string LorasimStack::quantized_base_refusal(const std::string& format) const {
+  return std::string("the ") + name() + " stack has no " + format +
+         " base (bitsandbytes is not in LibTorch): predict a quantized base with the hf-peft stack";
 }
 
 std::string LorasimStack::memory_note(const StackSpec&, bool asynchronous, const std::string&) const {

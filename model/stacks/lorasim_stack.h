@@ -7,7 +7,6 @@ namespace lorasim::model {
 
 class LorasimStack final : public TrainingStack {
  public:
-  StackKind kind() const override { return StackKind::lorasim; }
   const char* name() const override { return "lorasim"; }
   StackSpec default_spec() const override;
   void validate(const StackSpec& spec) const override;
@@ -21,6 +20,9 @@ class LorasimStack final : public TrainingStack {
   }
   double extra_static_bytes(const Workload&) const override { return 0.0; }
   bool calibrates_device() const override { return true; }
+  StackCalibration calibration() const override { return StackCalibration::runner; }
+  std::string quantized_base_refusal(const std::string& format) const override;
+  bool mixed_precision(const StackSpec&) const override { return true; }  // the runner sets its own precision
   std::string prior_note(const std::string&, const std::string&) const override { return ""; }
   std::string memory_note(const StackSpec&, bool asynchronous, const std::string&) const override;
   std::string host_bound_note(const std::string&) const override { return ""; }

@@ -50,8 +50,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
   model::Coefficient row;
   row.name = "trial_share";
   row.why = "a coefficient under trial";
-  row.stacks[model::stack_index(model::StackKind::lorasim)] = {"time", 0.25, model::Range::share, model::Fit::never,
-                                                                true, nullptr};
+  row.device = {"time", 0.25, model::Range::share, model::Fit::never, true, nullptr};
   const double gemm_before = builtin_profile("h200").hw.value("gemm_tflops");
   model::add_coefficient(row);
   const Profile p = parse_profile(builtin_text("h200"), "builtin:h200.toml");

@@ -38,7 +38,7 @@ TEST(CoefficientsTest, AFreshModelHoldsEveryStacksPriors) {
   const HardwareModel defaults;
   for (StackKind s : {StackKind::lorasim, StackKind::hf_peft})
     for (const Coefficient& c : coefficient_table())
-      if (!c.in(s).same_as && (c.owned_by(s) || !c.shared)) {
+      if (!c.in(s).same_as && (c.owned_by(s) || !c.shared())) {
         EXPECT_EQ(c.in(s).prior, defaults.value(c, s)) << c.name;
       }
   EXPECT_EQ(find_coefficient("launch_queue_ops")->in(StackKind::lorasim).prior, 1024);
@@ -57,13 +57,13 @@ TEST(CoefficientsTest, LaunchQueueAndContextAreTheRunnersPriorsNeverFitted) {
 TEST(CoefficientsTest, DeviceRowsAreOneValueForEveryStack) {
   HardwareModel hw = test_gpu();
   for (const Coefficient& c : coefficient_table()) {
-    if (!c.shared) continue;
-    EXPECT_EQ(c.slot[stack_index(StackKind::lorasim)], c.slot[stack_index(StackKind::hf_peft)]) << c.name;
+    if (!c.shared()) continue;
+    EXPECT_EQ(c.slot[StackKind::lorasim.index], c.slot[StackKind::hf_peft.index]) << c.name;
     EXPECT_FALSE(c.owned_by(StackKind::hf_peft)) << c.name;
     EXPECT_EQ(hw.value(c, StackKind::hf_peft), hw.value(c, StackKind::lorasim)) << c.name;
   }
-  EXPECT_TRUE(find_coefficient("gemm_tflops")->shared);
-  EXPECT_FALSE(find_coefficient("host_per_op_s")->shared);
+  EXPECT_TRUE(find_coefficient("gemm_tflops")->shared());
+  EXPECT_FALSE(find_coefficient("host_per_op_s")->shared());
 }
 
 TEST(CoefficientsTest, TheRunnersSpreadsAndWorstCaseMarginAreItsExpectedErrorsAndHfPeftsMarginIsItsOwnRow) {
