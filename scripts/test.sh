@@ -16,5 +16,6 @@ bash scripts/python-env.sh
 venv=${LORASIM_VENV:-$HOME/.cache/lorasim/venv}
 LORASIM="$PWD/build/cli/lorasim" "$venv/bin/python" -m pytest -q tests/python
 # `pip install .` as a Python user runs it: one wheel build of the binary without LibTorch (a few
-# minutes on two cores), installed into a fresh venv, then `lorasim` and lorasim_hf run from it.
+# minutes on two cores), installed into a fresh venv, then `lorasim` and lorasim_hf run from it, and a
+# tiny Trainer and SFTTrainer run on the CPU through calibrate, the callback, validate, fit and tune.
 bash tests/install/pip_install_test.sh "$venv"

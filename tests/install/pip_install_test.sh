@@ -4,7 +4,8 @@
 # the project venv (scripts/python-env.sh pins scikit-build-core there, so --no-build-isolation
 # needs no download); a fresh venv then installs that wheel with --no-index. Afterwards `lorasim`
 # must be on the venv's PATH, lorasim_hf.recommend.find_lorasim() must find it with no $LORASIM
-# and the venv not on PATH, and a recommendation must run through it.
+# and the venv not on PATH, and a recommendation must run through it; then a tiny Trainer and
+# SFTTrainer run on the CPU through calibrate, the callback, validate, fit and tune (step 6).
 # Usage: tests/install/pip_install_test.sh [PROJECT_VENV]  (default ${LORASIM_VENV:-~/.cache/lorasim/venv})
 # ccache, when installed, compiles through CMAKE_CXX_COMPILER_LAUNCHER (CMake reads it from the
 # environment); the build directory build/pip/ is kept, so a rerun rebuilds only what changed.
@@ -108,5 +109,24 @@ print(sorted(training_arguments(model='qwen3-1.7b', effective_batch=16, seq_len=
   || fail "training_arguments() failed in the venv: $split"
 [ "$split" = "[('bf16', True), ('fp16', False), ('gradient_accumulation_steps', 1), ('gradient_checkpointing', False), ('per_device_train_batch_size', 16)]" ] \
   || fail "training_arguments() gave $split"
-cd "$root"
 echo "pip_install_test: OK (lorasim on the venv's PATH, found by find_lorasim(), recommends 16x1)"
+
+# 6. A Python user's path on the CPU (issue 29), through the installed binary and the installed
+#    package: the project venv's Python (the fresh venv has no torch) imports lorasim_hf from the
+#    wheel (a directory holding only the installed package, first on PYTHONPATH, so neither the
+#    checkout nor the project venv's editable install is read; LORASIM_PYTHONPATH gives calibrate's
+#    probe the same one), with $LORASIM the installed lorasim. It calibrates a CPU profile, times a
+#    tiny Trainer and SFTTrainer with LorasimCallback, validates and fits those rows, and tunes both.
+#    Offline: the models and data are random and built in the script.
+pkg="$work/wheel-package"
+mkdir "$pkg"
+ln -s "$(dirname "$(head -n 1 <<< "$found")")" "$pkg/lorasim_hf"
+mkdir "$work/user"
+start=$SECONDS
+"${clean[@]}" LORASIM="$work/venv/bin/lorasim" PYTHONPATH="$pkg" LORASIM_PYTHONPATH="$pkg" OMP_NUM_THREADS=1 \
+  HF_HUB_OFFLINE=1 LORASIM_CACHE_DIR="$work/user/cache" \
+  "$venv/bin/python" "$root/tests/install/pip_user_path.py" --work "$work/user" --package-dir "$pkg" \
+  > "$work/user.log" 2>&1 || { tail -n 40 "$work/user.log" >&2; fail "the CPU user path failed (the log's tail above)"; }
+grep '^pip_user_path: ' "$work/user.log"
+echo "pip_install_test: the CPU user path took $((SECONDS - start)) s"
+cd "$root"
