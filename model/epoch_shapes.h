@@ -4,6 +4,9 @@
 // epoch of 512 sequences at micro-batch 1, every distinct length is a shape of its own.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
 
 #include "model/lengths.h"
 
@@ -16,5 +19,32 @@ namespace lorasim::model {
 /// seed gives the same figure. Throws InputError unless b > 0 and micro_batches >= 0.
 double epoch_new_shapes(const LengthDistribution& d, const Padding& padding, int64_t b, int64_t micro_batches,
                         bool group_by_length = false, uint64_t seed = 0);
+
+/// epoch_new_shapes() of one data set and seed for many micro-batch sizes, paddings and run
+/// lengths, each figure the same as the function's. The data's sorted lengths and its first
+/// full shuffle are alike for every call, so they are made once, when first needed (a million
+/// sequences: tens of ms a shuffle, which each micro-batch size otherwise redid). Not for
+/// concurrent use: the first call fills them.
+class EpochShapes {
+ public:
+  explicit EpochShapes(LengthDistribution d, uint64_t seed = 0);
+  double new_shapes(const Padding& padding, int64_t b, int64_t micro_batches, bool group_by_length = false);
+
+ private:
+  /// Every sequence's length, ascending.
+  const std::vector<int32_t>& sorted();
+  /// The sorted lengths shuffled whole by a generator fresh from the seed; `after` is that
+  /// generator once it has.
+  struct Shuffled {
+    std::vector<int32_t> order;
+    std::mt19937_64 after;
+  };
+  const Shuffled& shuffled();
+
+  LengthDistribution d_;
+  uint64_t seed_ = 0;
+  std::vector<int32_t> sorted_;
+  std::optional<Shuffled> shuffled_;
+};
 
 }  // namespace lorasim::model

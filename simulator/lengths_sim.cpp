@@ -168,11 +168,16 @@ double LengthsSource::later_shapes(int64_t b, int64_t micro_batches, bool indepe
   // others are what varying lengths add. A run draws the data without replacement, as a
   // trainer's sampler does; `independent`: as independent draws (several GPUs' epoch shards).
   const auto key = std::make_tuple(b, micro_batches, independent);
-  const auto it = shapes_.find(key);
-  if (it != shapes_.end()) return it->second;
-  const double n = independent ? model::expected_new_shapes(d_, padding_, b, micro_batches, o_.group_by_length)
-                               : model::epoch_new_shapes(d_, padding_, b, micro_batches, o_.group_by_length, o_.seed);
-  return shapes_[key] = std::max(0.0, n - 1);
+  const auto it = shapes_.by_run.find(key);
+  if (it != shapes_.by_run.end()) return it->second;
+  double n = 0;
+  if (independent) {
+    n = model::expected_new_shapes(d_, padding_, b, micro_batches, o_.group_by_length);
+  } else {
+    if (!shapes_.epochs) shapes_.epochs.emplace(d_, o_.seed);
+    n = shapes_.epochs->new_shapes(padding_, b, micro_batches, o_.group_by_length);
+  }
+  return shapes_.by_run[key] = std::max(0.0, n - 1);
 }
 
 Ladder LengthsSource::one_micro_batch_ladder(int64_t b, int64_t a) {

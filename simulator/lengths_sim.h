@@ -5,11 +5,13 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <tuple>
 
 #include "model/coefficients.h"
 #include "model/cost_model.h"
+#include "model/epoch_shapes.h"
 #include "model/lengths.h"
 #include "simulator/padded_cost.h"
 #include "simulator/request.h"
@@ -47,9 +49,13 @@ bool shapes_vary(const model::LengthDistribution& d, const model::Padding& p);
 /// distribution at seq_len) padded as `train.padding`; `r.effective_batch` and `r.gpus` are every
 /// GPU's. The splits draw from one generator in the order they are asked for, so a split's draws
 /// follow from the seed and the splits before it (skip_draws skips those of a split not asked).
-/// later_shapes by (b, micro-batches, independent draws): alike for every checkpointing setting of one data set,
-/// padding and sampling, so the settings share it.
-using ShapeCounts = std::map<std::tuple<int64_t, int64_t, bool>, double>;
+/// later_shapes by (b, micro-batches, independent draws), and the seeded shuffles of the data
+/// behind them: alike for every checkpointing setting of one data set, padding and sampling, so
+/// the settings share them.
+struct ShapeCounts {
+  std::map<std::tuple<int64_t, int64_t, bool>, double> by_run;
+  std::optional<model::EpochShapes> epochs;  ///< made by the first run that draws the data's order
+};
 
 class LengthsSource {
  public:

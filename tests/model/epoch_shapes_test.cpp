@@ -70,3 +70,18 @@ TEST(EpochShapesTest, RejectsBadCounts) {
   EXPECT_THROW(epoch_new_shapes(distinct_lengths(4), Padding{}, 0, 1), InputError);
   EXPECT_THROW(epoch_new_shapes(distinct_lengths(4), Padding{}, 1, -1), InputError);
 }
+
+TEST(EpochShapesTest, SharedShufflesGiveTheFunctionsFiguresInAnyOrder) {
+  // One object serves every micro-batch size from its kept shuffle; each figure must be the one
+  // a fresh call draws, whichever calls came before (whole and partial first shuffles, several
+  // epochs, grouped or not, one repetition or many).
+  std::vector<LengthBin> bins;
+  for (int64_t l = 1; l <= 300; ++l) bins.push_back({l * 3, 1 + l % 7});
+  const LengthDistribution d = LengthDistribution::from_bins(bins);
+  EpochShapes shared(d, 11);
+  for (bool grouped : {false, true})
+    for (int64_t b : {64, 1, 7, 3})
+      for (int64_t runs : {5, 400, 3000})
+        EXPECT_EQ(shared.new_shapes(Padding{}, b, runs, grouped), epoch_new_shapes(d, Padding{}, b, runs, grouped, 11))
+            << "b " << b << " runs " << runs << " grouped " << grouped;
+}
