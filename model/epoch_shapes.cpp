@@ -94,14 +94,14 @@ double EpochShapes::new_shapes(const Padding& padding, int64_t b, int64_t micro_
   // This call's generator and order of the data, as if it shuffled a copy of the sorted data with
   // a generator fresh from the seed. Fisher-Yates leaves a place alone once past it, so a shuffle
   // of the first k places puts in them what the whole shuffle does: a first shuffle of every
-  // place, or the call's last shuffle, reads its places from the shared whole one.
+  // place, or a first that is also the call's last, reads its places from the shared whole one.
   std::mt19937_64 rng(seed_);
   std::vector<int32_t> order;  // empty while the order is sorted() or shuffled().order
   bool first = true;
   const auto shuffle = [&](int64_t k, bool last) -> const int32_t* {
     if (first && (k + 1 >= n || last)) {
       first = false;
-      rng = shuffled().after;  // what a whole shuffle leaves; a last one leaves nothing to use
+      rng = shuffled().after;  // what a whole shuffle leaves (after the last shuffle nothing draws)
       return shuffled().order.data();
     }
     if (order.empty()) order = first ? sorted() : shuffled().order;
