@@ -34,7 +34,7 @@ def test_a_noisy_calibration_is_written_with_a_warning_naming_the_cause(tmp_path
     probe.write_text(f"#!{sys.executable}\n" + NOISY_PROBE.format(python_dir=os.path.abspath(PYTHON_DIR)))
     probe.chmod(probe.stat().st_mode | stat.S_IXUSR)
     out = tmp_path / "hf.toml"
-    proc = subprocess.run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu", "--gpu", "h200", "--python",
+    proc = subprocess.run([exe, "calibrate", "--stack", "hf-peft", "--device", "cpu", "--python",
                            str(probe), "--steps", "3", "--out", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert out.exists()
