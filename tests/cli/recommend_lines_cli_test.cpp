@@ -76,7 +76,8 @@ TEST(RecommendLinesTest, AMissingGpuIsSaidInOneLine) {
   ASSERT_FALSE(defaulted["notes"].empty());
   EXPECT_EQ(defaulted["notes"][0].get<std::string>().rfind("no --gpu or --profile given: these are the NVIDIA H200", 0),
             0u) << defaulted["notes"];
-  for (const json& note : ok_json(with(base, {"--gpu", "h200", "--format", "json"}))["notes"])
+  const json given = ok_json(with(base, {"--gpu", "h200", "--format", "json"}));  // alive through the loop
+  for (const json& note : given["notes"])
     EXPECT_EQ(note.get<std::string>().find("no --gpu"), std::string::npos);
 }
 
