@@ -46,6 +46,15 @@ def torch():
     return torch
 
 
+@pytest.fixture(scope="module")
+def lorasim():
+    """The lorasim binary the tests run, or the test is skipped."""
+    exe = lorasim_binary()
+    if exe is None:
+        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
+    return exe
+
+
 @pytest.fixture
 def steady_clock(monkeypatch):
     """Every micro-batch and optimizer step of a tune trial takes 1 ms: a step of accumulation a takes

@@ -11,14 +11,6 @@ from conftest import Tokens, LLAMA, lorasim_binary
 L = pytest.importorskip("lightning.pytorch")
 
 
-@pytest.fixture(scope="module")
-def lorasim():
-    exe = lorasim_binary()
-    if exe is None:
-        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
-    return exe
-
-
 
 
 

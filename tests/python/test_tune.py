@@ -9,14 +9,6 @@ import pytest
 from conftest import Tokens, LLAMA, QWEN3, lorasim_binary, lorasim_validate
 
 
-@pytest.fixture(scope="module")
-def lorasim():
-    exe = lorasim_binary()
-    if exe is None:
-        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
-    return exe
-
-
 
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from test_tune import adapters, lorasim, sft_tokenizer, sft_trainer, trainer_of, tune_of  # noqa: F401
+from test_tune import adapters, sft_tokenizer, sft_trainer, trainer_of, tune_of  # noqa: F401
 
 
 def fake_memory(trainer, torch, without_ckpt_up_to, with_ckpt_up_to=None):

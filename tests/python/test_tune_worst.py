@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from test_tune import adapters, lorasim, peft_model, tune_of  # noqa: F401
+from test_tune import adapters, peft_model, tune_of  # noqa: F401
 
 SHORT, LONG, N = 6, 48, 200
 
