@@ -105,7 +105,7 @@ def main():
             lines.append(f"| {k} | {c['n']} | {c['within']} | {pct(c['coverage'])} |")
         lines += ["", f"- largest under-prediction of the peak: {pct(r['largest_under'])}; of the worst case that "
                   f"decides fits: {pct(r['worst_case_largest_under'])}",
-                  f"- regret (recommended vs the fastest measured split that left the 5% safety margin free): at "
+                  f"- regret (recommended vs the fastest measured split whose peak plus the safety margin (0 by default) fit): at "
                   f"most {pct(out['regret_max'])} over {out['workloads']} workloads (against the fastest that ran, "
                   f"margin or not: {pct(out['regret_any_max'])}); recommended splits that ran out of memory: {oom_rec}",
                   ""]
