@@ -211,7 +211,11 @@ FitReport fit_profile(const std::vector<Measurement>& all, const model::Hardware
   // A scale fitted to 1 within rounding moved nothing.
   for (size_t i = 0; i < model::stored_values().size(); ++i) {
     const model::StoredValue& v = model::stored_values()[i];
-    const double before = base.values[i], after = rep.hardware.values[i];
+    // The fitted stack's as it reads them (a stack with a base moved from its base's values);
+    // another stack's as stored (one that reads its base's moved with it, but was not fitted).
+    const bool fitted = v.stack == stack;
+    const double before = fitted ? base.value(*v.row, v.stack) : base.values[i];
+    const double after = fitted ? rep.hardware.value(*v.row, v.stack) : rep.hardware.values[i];
     const std::string section = v.entry().section;
     const std::string name = section.rfind("stack.", 0) == 0 ? section + "." + v.row->name : v.row->name;
     if (std::fabs(after - before) > kMovedTolerance * std::max(std::fabs(before), std::fabs(after)))

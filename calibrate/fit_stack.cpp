@@ -147,7 +147,7 @@ void fit_optimizer_host(const std::vector<const Row*>& rows, model::StackModel& 
     x.push_back(regressors(cols, r->f, basis));
     y.push_back(r->m->optimizer_time_s);
   }
-  if (y.size() < 2) return;
+  if (y.size() < 2 || cols.empty()) return;
   set_from_theta(cols, fit_relative(x, y), view.c);
 }
 
@@ -160,6 +160,7 @@ void fit_memory_terms(const std::vector<const Row*>& rows, model::StackModel& vi
     if (measured(r->m->peak_allocated_bytes)) used.push_back(r);
   if (used.size() < kMinRows) return;
   Columns allocated = columns({Term::allocated}, view.stack);
+  if (allocated.empty()) return;  // a stack that reads its memory rows from another (lightning)
   std::stable_partition(allocated.begin(), allocated.end(),
                         [](const model::Coefficient* c) { return std::string_view(c->name) == "workspace_bytes"; });
   const model::Coefficient* logits = model::find_coefficient("logits_scale");
@@ -183,6 +184,7 @@ void fit_memory_terms(const std::vector<const Row*>& rows, model::StackModel& vi
     }
   }
   const Columns slack = columns({Term::reserved, Term::reserved_slack}, view.stack);
+  if (slack.empty()) return;
   const model::Coefficients basis = linear_basis(view.c, view.stack);
   // The reserved line and slack of one shape: a row of many widths also holds the allocator's
   // varying-shape share, fitted apart (fit_shapes.cpp).

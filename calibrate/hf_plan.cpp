@@ -264,6 +264,23 @@ std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt) {
   return opt.memory_limit_bytes > 0 ? fit_to_memory(std::move(p.runs), opt) : p.runs;
 }
 
+std::vector<HfPlannedRun> default_loop_plan(const HfPlanOptions& opt) {
+  opt.reference.validate();
+  PlanBuilder p{opt, {}};
+  const model::Architecture& ref = opt.reference.arch;
+  // Host-bound and device-bound micro-batches at two depths (per micro-batch and per layer),
+  // an accumulated step (the loop's non-stepping micro-batches), fewer adapters (per operator).
+  const int64_t deep = opt.is_cuda ? 4 : 2, seq = opt.is_cuda ? 512 : 32;
+  for (int64_t depth : {int64_t{1}, deep})
+    for (int64_t b : {int64_t{1}, int64_t{4}, opt.is_cuda ? int64_t{16} : int64_t{8}}) p.add(ref, depth, seq, b);
+  p.add(ref, deep, seq, 4, 2);
+  p.add(ref, deep, seq, 1).planned.workload.lora.targets = {model::Target::q, model::Target::v};
+  // Full depth, host-bound: the operators of the model the user trains.
+  if (opt.is_cuda && ref.num_layers > deep)
+    for (int64_t b : {1, 4}) p.add(ref, ref.num_layers, seq, b);
+  return opt.memory_limit_bytes > 0 ? fit_to_memory(std::move(p.runs), opt) : p.runs;
+}
+
 std::string hf_config_json(const model::Architecture& a) {
   json j;
   j["model_type"] = a.qk_norm ? "qwen3" : a.attention_bias ? "qwen2" : "llama";
@@ -324,6 +341,7 @@ std::string hf_plan_json(const std::vector<HfPlannedRun>& runs, const std::strin
     run["autocast"] = w.stack.autocast;
     run["attn_impl"] = model::attn_impl_name(w.stack.attn_impl);
     run["fused_lm_head"] = w.stack.fused_lm_head;
+    run["stack"] = model::stack_name(w.stack.kind);
     if (r.steps > 0) run["steps"] = r.steps;
     if (r.warmup_steps >= 0) run["warmup_steps"] = r.warmup_steps;
     if (r.varied_lengths) {

@@ -79,6 +79,11 @@ inline constexpr int kVariedReplaySteps = 11;
 /// the process, so runs are grouped by it.
 std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt);
 
+/// The plan of a stack that runs hf-peft's model code under its own loop (lightning): only the
+/// loop's host terms are its own (model/stacks/lightning_stack.h), so a few host-bound and
+/// device-bound runs at two depths and the reference's full depth identify them.
+std::vector<HfPlannedRun> default_loop_plan(const HfPlanOptions& opt);
+
 /// A Hugging Face config.json object for `arch` (model_type qwen3 with q/k norms, qwen2 with
 /// q/k/v biases, Gemma's and Phi-3's own with their windows and soft-caps, llama otherwise), as
 /// the probe builds the model from it.

@@ -72,7 +72,7 @@ WorkloadArgs with_grad_ckpt(WorkloadArgs a, bool on) {
 }
 
 void add_stack_options(OptionTable& t, StackArgs& a) {
-  t.text("stack", a.stack, "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT) or lorasim (lorasim's LibTorch runner)")
+  t.text("stack", a.stack, "training stack: hf-peft (Transformers Trainer, TRL's SFTTrainer or a plain loop, with PEFT), lightning (a PyTorch Lightning Trainer over the same PEFT model) or lorasim (lorasim's LibTorch runner)")
       .quantity("stack")
       .optional_text("attn-impl", a.attn_impl, "hf-peft's attn_implementation: sdpa (default), eager, flash_attention_2")
       .quantity("attn_impl")

@@ -1,8 +1,10 @@
-// `lorasim calibrate --stack hf-peft`: short real Transformers + PEFT training runs through the
-// Python probe, the hf-peft stack's terms fitted on a GPU profile, and the profile written with
-// its [stack.hf-peft] table. Needs no LibTorch: both binaries run it.
+// `lorasim calibrate --stack hf-peft` (or lightning): short real Transformers + PEFT training runs
+// through the Python probe -- the step a Trainer runs, or a Lightning Trainer's --, the stack's
+// terms fitted on a GPU profile, and the profile written with its [stack.NAME] table. Needs no
+// LibTorch: both binaries run it.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -16,6 +18,8 @@
 #include "calibrate/hf_probe.h"
 #include "calibrate/measurement_io.h"
 #include "cli/args.h"
+#include <algorithm>
+
 #include "cli/commands.h"
 #include "cli/describe.h"
 #include "cli/fit_record.h"
@@ -67,7 +71,7 @@ hw::Profile base_profile(const HardwareArgs& ha, bool is_cuda) {
   if (is_cuda) {
     if (ha.gpu.empty() && ha.profile.empty())
       throw InputError("--gpu NAME or --profile FILE is required on CUDA: the GPU's profile, whose device terms the "
-                       "hf-peft terms are fitted on (see `lorasim profiles`)");
+                       "stack's terms are fitted on (see `lorasim profiles`)");
     return select_profile(ha);
   }
   const hw::DeviceIdentity cpu = this_cpu();
@@ -78,6 +82,12 @@ hw::Profile base_profile(const HardwareArgs& ha, bool is_cuda) {
                      (ha.profile.empty() ? "--gpu " + ha.gpu : "--profile " + ha.profile) + " describes the " +
                      given.hw.display_name + ": leave --gpu/--profile out (the profile written is the CPU's own)");
   return given;
+}
+
+// The [calibration] keys' prefix of a stack's record: "hf_peft_".
+std::string calibration_prefix(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name + "_";
 }
 
 }  // namespace
@@ -111,7 +121,7 @@ int cmd_calibrate_hf(const Args& args) {
   StackArgs sa;
   sa.stack = "hf-peft";
   OptionTable t;
-  t.path("out", out, "profile to write (TOML, named .toml): the GPU profile with its [stack.hf-peft] terms; required");
+  t.path("out", out, "profile to write (TOML, named .toml): the GPU profile with the stack's [stack.NAME] terms; required");
   add_hardware_options(t, ha);
   t.text("device", device, "where the probe trains: cuda, cuda:N or cpu")
       .quantity("device")
@@ -131,7 +141,7 @@ int cmd_calibrate_hf(const Args& args) {
       .toggle("dry-run", dry_run, "print the plan's runs, sized for the GPU, and exit without running them");
   add_stack_options(t, sa);
   if (!t.parse(args)) {
-    std::cout << "usage: lorasim calibrate --stack hf-peft --out FILE (--gpu NAME | --profile FILE | --device cpu) [options]\n\n"
+    std::cout << "usage: lorasim calibrate --stack hf-peft|lightning --out FILE (--gpu NAME | --profile FILE | --device cpu) [options]\n\n"
                  "Calibrates the stack most people train with: runs short real Hugging Face\n"
                  "Transformers + PEFT training steps (the step Trainer runs) of a reference model\n"
                  "at several depths (one layer to full), and of a narrower one, through lorasim's\n"
@@ -143,13 +153,17 @@ int cmd_calibrate_hf(const Args& args) {
                  "shrink to what its memory holds.\n"
                  "--attn-impl, --lora-dropout, --autocast and --allocator describe how you train;\n"
                  "the plan also varies each of them once. --quant nf4 adds runs on a 4-bit base\n"
-                 "(bitsandbytes, prepare_model_for_kbit_training) for its dequantization time.\n\n"
+                 "(bitsandbytes, prepare_model_for_kbit_training) for its dequantization time.\n"
+                 "--stack lightning runs the same model under a PyTorch Lightning Trainer (needs\n"
+                 "lightning or pytorch-lightning): a dozen runs fit its loop's host terms, the\n"
+                 "rest it reads from the profile's hf-peft terms (calibrate those first).\n\n"
                  "examples:\n"
                  "  lorasim calibrate --stack hf-peft --gpu h200 --out h200-hf.toml\n"
                  "  lorasim calibrate --stack hf-peft --gpu t4 --dry-run\n"
                  "  lorasim calibrate --stack hf-peft --gpu l4 --quant nf4 --out l4-qlora.toml\n"
                  "  lorasim calibrate --stack hf-peft --profile my-a100.toml --python ~/venv/bin/python --out a100-hf.toml\n"
-                 "  lorasim calibrate --stack hf-peft --device cpu --out cpu-hf.toml   # the CPU's own profile\n\n"
+                 "  lorasim calibrate --stack hf-peft --device cpu --out cpu-hf.toml   # the CPU's own profile\n"
+                 "  lorasim calibrate --stack lightning --profile h100-hf.toml --out h100-pl.toml\n\n"
               << t.description() << "\n";
     return kOk;
   }
@@ -164,8 +178,14 @@ int cmd_calibrate_hf(const Args& args) {
   opt.is_cuda = is_cuda;
   opt.reference.arch = model::preset(model.empty() ? (is_cuda ? "qwen3-1.7b" : "tiny") : model);
   opt.reference.stack = build_stack(sa);
-  if (model::training_stack(opt.reference.stack.kind).calibration() != model::StackCalibration::hf_probe)
-    throw InputError("--stack: this path calibrates hf-peft; `lorasim calibrate` without --stack calibrates lorasim's runner");
+  const model::TrainingStack& stack = model::training_stack(opt.reference.stack.kind);
+  if (stack.calibration() != model::StackCalibration::hf_probe)
+    throw InputError("--stack: this path calibrates hf-peft or lightning; `lorasim calibrate` without --stack calibrates "
+                     "lorasim's runner");
+  const std::string name = stack.name();
+  if (stack.base_stack() && quant != "none")
+    throw InputError("--quant: the " + name + " stack reads a quantized base's terms from " + stack.base_stack() +
+                     "'s; calibrate them with --stack " + stack.base_stack() + " --quant " + quant);
   opt.reference.train.precision = is_cuda ? model::parse_precision(precision) : model::Precision::fp32;
   if (quant != "none") {
     opt.reference.train.weight_format = model::parse_weight_format(quant);
@@ -185,9 +205,10 @@ int cmd_calibrate_hf(const Args& args) {
     opt.memory_limit_bytes = static_cast<double>(profile.hw.memory_bytes);
   }
 
-  const std::vector<calib::HfPlannedRun> plan = calib::default_hf_plan(opt);
+  const std::vector<calib::HfPlannedRun> plan =
+      stack.base_stack() ? calib::default_loop_plan(opt) : calib::default_hf_plan(opt);
   if (dry_run) {
-    std::cout << plan.size() << " runs of the hf-peft stack on " << device << ", sized for the "
+    std::cout << plan.size() << " runs of the " << name << " stack on " << device << ", sized for the "
               << profile.hw.display_name << " (" << human_bytes(static_cast<double>(profile.hw.memory_bytes)) << "):\n";
     for (const calib::HfPlannedRun& r : plan) std::cout << "  " << r.label() << "\n";
     return kOk;
@@ -200,7 +221,7 @@ int cmd_calibrate_hf(const Args& args) {
   popt.work_dir = work.path.string();
   popt.warmup_steps = opt.warmup_steps;
   popt.measure_steps = opt.measure_steps;
-  std::cerr << "calibrating the hf-peft stack on " << device << " with " << opt.reference.arch.name << " ("
+  std::cerr << "calibrating the " << name << " stack on " << device << " with " << opt.reference.arch.name << " ("
             << plan.size() << " runs, python: " << popt.python << ")\n";
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> skipped;
@@ -214,7 +235,7 @@ int cmd_calibrate_hf(const Args& args) {
   const std::string date = utc_timestamp();
   // The stack's lines go beside the GPU's record, which describes the GPU half kept.
   record_fit(profile, fit,
-             {"lorasim calibrate --stack hf-peft, " + date, base, "hf_peft_",
+             {"lorasim calibrate --stack " + name + ", " + date, base, calibration_prefix(name),
               {{"date", date}, {"device", rows.empty() ? device : rows.front().device},
                {"runs", static_cast<int64_t>(rows.size())}, {"duration_s", duration_s},
                {"reference_model", opt.reference.arch.name}}});

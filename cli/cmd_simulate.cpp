@@ -21,6 +21,7 @@
 #include "cli/recommend_lines.h"
 #include "cli/split_charts.h"
 #include "cli/trainer_preset.h"
+#include "model/training_stack.h"
 #include "model/analytics.h"
 #include "simulator/note_text.h"
 #include "simulator/simulate.h"
@@ -120,6 +121,9 @@ nlohmann::json result_json(const sim::Request& req, const hw::Profile& p, const 
                         {"hf_args", hf_flags(hf)},
                         {"training_arguments", hf_json(hf)}};
     if (req.workload.train.quantized()) j["recommended"]["quantization_config"] = bnb_config_json(req.workload);
+    const std::string own =
+        model::training_stack(req.workload.stack.kind).split_settings(req.workload, s.micro_batch, s.accumulation, s.grad_ckpt);
+    if (!own.empty()) j["recommended"]["program_settings"] = own;
     if (const LaunchCommands l = launch_commands(hf); !l.torchrun.empty())
       j["recommended"]["launch"] = {{"torchrun", l.torchrun}, {"accelerate", l.accelerate}};
     if (hf.fsdp) j["recommended"]["launch"]["accelerate_fsdp_config"] = accelerate_fsdp_config(hf);

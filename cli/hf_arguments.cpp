@@ -67,6 +67,11 @@ std::string hf_flags(const HfArguments& a) {
   return f;
 }
 
+std::string program_line(const HfArguments& a, const sim::Split& s, const model::Workload& w) {
+  const std::string own = model::training_stack(w.stack.kind).split_settings(w, s.micro_batch, s.accumulation, s.grad_ckpt);
+  return own.empty() ? "HF TrainingArguments: " + hf_flags(a) : own;
+}
+
 LaunchCommands launch_commands(const HfArguments& a) {
   if (a.gpus <= 1) return {};
   const std::string n = std::to_string(a.gpus);

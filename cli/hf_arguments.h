@@ -48,6 +48,9 @@ HfArguments hf_arguments(const sim::Split& split, const model::Workload& w, bool
                          bool group_by_length = false);
 /// "--per_device_train_batch_size 16 --gradient_accumulation_steps 1 --gradient_checkpointing false --bf16 true"
 std::string hf_flags(const HfArguments& a);
+/// The recommendation's line for the program: "HF TrainingArguments: <flags>", or the stack's own
+/// settings where its program is told otherwise (lightning's batch_size and Trainer arguments).
+std::string program_line(const HfArguments& a, const sim::Split& s, const model::Workload& w);
 /// The launchers of `a.gpus` processes, one per GPU: {"torchrun --nproc_per_node 2",
 /// "accelerate launch --num_processes 2"}; both empty for one GPU (a plain `python train.py`).
 struct LaunchCommands {

@@ -171,7 +171,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
         << human_seconds(best.step_time_s) << " per step on average (p99 " << human_seconds(f.step_time_p99_s)
         << "), " << human_seconds(f.epoch_time_s) << " per epoch, " << percent(f.padding_fraction)
         << " padding, worst micro-batch " << worst_memory_phrase(best, res.memory_limit_bytes) << "\n"
-        << "HF TrainingArguments: " << hf_flags(hf_arguments(best, w, true, a.group_by_length)) << "\n";
+        << program_line(hf_arguments(best, w, true, a.group_by_length), best, w) << "\n";
     print_launch(out, hf_arguments(best, w, true, a.group_by_length));
     if (!bnb_config_python(w).empty()) out << "quantization_config: " << bnb_config_python(w) << "\n";
     out << "padding:     " << percent(f.padding_fraction) << " of the recommended split's tokens are padding";

@@ -73,7 +73,7 @@ void print_recommendation(std::ostream& out, const sim::Request& req, const sim:
     out << " (every split that fits is within " << fixed(100 * (kBarelyMatters - 1), 0)
         << "% of it: the split barely matters here)";
   const HfArguments hf = hf_arguments(best, req.workload);
-  out << "\nHF TrainingArguments: " << hf_flags(hf) << "\n";
+  out << "\n" << program_line(hf, best, req.workload) << "\n";
   const std::string bnb = bnb_config_python(req.workload);
   if (!bnb.empty())
     out << "quantization_config: " << bnb

@@ -14,19 +14,22 @@ namespace {
 // prepare_model_for_kbit_training (embeddings, LM head and norms stay in the compute precision)
 // and the adapters kept in it too (bench/results/h200/qlora-run1). Trainer: no checkpointing,
 // autocast with bf16/fp16, the full logits. A loop: no autocast at all.
+// Lightning: a LightningModule returning the model's loss, precision "bf16-mixed" (autocast).
 const TrainerPreset kPresets[] = {
-    {"sft", "true", "true", true, 1024, "false", "compute"},
-    {"trainer", "true", "false", false, 0, nullptr, nullptr},
-    {"loop", "false", "false", false, 0, nullptr, nullptr},
+    {"sft", "hf-peft", "true", "true", true, 1024, "false", "compute"},
+    {"trainer", "hf-peft", "true", "false", false, 0, nullptr, nullptr},
+    {"loop", "hf-peft", "false", "false", false, 0, nullptr, nullptr},
+    {"lightning", "lightning", "true", "false", false, 0, nullptr, nullptr},
 };
 
 const char* const kTrainerHelp =
-    "what trains (hf-peft), as it runs when not told otherwise: sft = TRL's SFTTrainer (--grad-ckpt true "
+    "what trains, as it runs when not told otherwise: sft = TRL's SFTTrainer (--grad-ckpt true "
     "where the command's default is false; recommend's auto weighs it on and off; --fused-lm-head true, "
     "--autocast true, bf16 or fp16 by the GPU, with --lengths --max-length 1024 and --padding longest), "
     "trainer = Transformers' Trainer (--autocast true, --fused-lm-head false: the stack's defaults), "
-    "loop = a plain PyTorch loop (--autocast false, --fused-lm-head false); a flag given explicitly "
-    "overrides its preset";
+    "loop = a plain PyTorch loop (--autocast false, --fused-lm-head false), lightning = a PyTorch Lightning "
+    "Trainer over a LightningModule wrapping the PEFT model (--stack lightning, precision \"bf16-mixed\": "
+    "--autocast true; \"bf16-true\": --autocast false); a flag given explicitly overrides its preset";
 
 }  // namespace
 
@@ -40,15 +43,17 @@ void add_trainer_option(OptionTable& t, WorkloadArgs& a) {
 const TrainerPreset& trainer_preset(const std::string& name) {
   for (const TrainerPreset& p : kPresets)
     if (name == p.name) return p;
-  throw InputError("--trainer must be sft, trainer or loop, got " + quoted_excerpt(name));
+  throw InputError("--trainer must be sft, trainer, loop or lightning, got " + quoted_excerpt(name));
 }
 
 WorkloadArgs with_trainer_preset(WorkloadArgs a) {
   if (!a.trainer) return a;
   const TrainerPreset& p = trainer_preset(*a.trainer);
+  // --stack's default is hf-peft's: a preset of another stack takes its place.
+  if (a.stack.stack == "hf-peft") a.stack.stack = p.stack;
   const model::TrainingStack* stack = model::find_stack(a.stack.stack);
-  if (!stack || !stack->takes_trainer_presets())
-    throw InputError("--trainer " + *a.trainer + " describes a Hugging Face program (--stack hf-peft), not --stack " +
+  if (!stack || stack != model::find_stack(p.stack))
+    throw InputError("--trainer " + *a.trainer + " describes a program of the " + p.stack + " stack, not --stack " +
                      a.stack.stack + ": drop one of them");
   if (!a.stack.autocast) a.stack.autocast = std::string(p.autocast);
   if (!a.stack.fused_lm_head) a.stack.fused_lm_head = std::string(p.fused_lm_head);

@@ -11,6 +11,7 @@ namespace lorasim::cli {
 
 struct TrainerPreset {
   const char* name;
+  const char* stack;          ///< the training stack it runs on (--stack it implies)
   const char* autocast;       ///< --autocast it implies
   const char* fused_lm_head;  ///< --fused-lm-head it implies
   bool grad_ckpt;             ///< checkpointing on where the command's default is a fixed value
@@ -28,8 +29,8 @@ void add_trainer_option(OptionTable& table, WorkloadArgs& args);
 /// The preset of that name; InputError naming --trainer and the names otherwise.
 const TrainerPreset& trainer_preset(const std::string& name);
 
-/// `args` with the --trainer preset's stack options where they are unset; refuses a preset on a
-/// stack other than hf-peft (InputError naming --trainer). Without --trainer, `args` unchanged.
+/// `args` with the --trainer preset's stack and its options where they are unset; refuses a preset
+/// on another stack given explicitly (InputError naming --trainer). Without --trainer, `args` unchanged.
 WorkloadArgs with_trainer_preset(WorkloadArgs args);
 
 /// The --max-length a preset implies with --lengths (0: none, the file's longest).

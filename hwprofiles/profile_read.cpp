@@ -259,6 +259,7 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
       if (!h) r.fail_at(*n, s.section + " must be a table ([" + s.section + "]), got " + type_name(*n));
       r.reject_unknown_keys(*h, s.section, known_keys(s.section));
       model::StackOrigin& origin = p.hw.origin(s.stack);
+      origin.has_values = true;  // its keys, or the table's priors where it lacks one
       if (h->get("calibrated")) origin.calibrated = r.boolean(*h, s.section, "calibrated");
       if (h->get("source")) origin.source = r.string(*h, s.section, "source");
       tables[s.section] = h;

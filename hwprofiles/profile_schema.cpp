@@ -7,6 +7,7 @@
 
 #include "hwprofiles/profile_schema.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::hw {
 namespace detail {
@@ -69,6 +70,8 @@ const std::vector<StackSection>& stack_sections() {
 
 bool writes_stack_section(const model::HardwareModel& hw, const StackSection& s) {
   const model::StackOrigin& o = hw.origin(s.stack);
+  // A stack that reads its base's values holds none to write.
+  if (!o.has_values && model::training_stack(s.stack).base_stack()) return false;
   if (o.calibrated || o.source != model::StackOrigin{}.source) return true;
   model::HardwareModel copy = hw;
   for (const NumberField& f : number_fields())

@@ -1,7 +1,7 @@
 // The rows of the coefficient table. One row is one coefficient; its entries say which section
 // holds it, its prior, range and fit: the device's entry ([time]/[memory]/[profile], which the
 // runner's calibration fits and every stack without an entry of its own reads), then the stacks'
-// own entries by name (hf-peft's, `hf`). A device row (`device`) has no stack's own entry. The hf-peft priors are the H200 calibration's values, rounded
+// own entries by name (hf-peft's, `hf`; the loop's host rows lightning's too, `hf_and_loop`). A device row (`device`) has no stack's own entry. The hf-peft priors are the H200 calibration's values, rounded
 // (hwprofiles/h200.toml, bench/results/h200/hf-peft-run7), treated like the datasheet priors'
 // device-independent constants: host dispatch is the CPU's, the memory terms are counts.
 #include "model/coefficient_rows.h"
@@ -18,6 +18,7 @@ using C = const Coefficients&;
 using K = Coefficients;
 constexpr double kTera = 1e12, kGiga = 1e9;
 constexpr const char* kHf = "stack.hf-peft";
+constexpr const char* kPl = "stack.lightning";
 
 double one(F, C) { return 1.0; }
 // A quantized base whose loss is TRL's fused LM head: no vocabulary-sized block is freed for the
@@ -51,6 +52,13 @@ StackEntry same_as(const char* row) { return {nullptr, 0, Range::non_negative, F
 
 // A stack's own entries in a row, by its name: hf-peft's, in its section.
 std::vector<OwnEntry> hf(StackEntry entry) { return {{"hf-peft", entry, -1}}; }
+// A host row of a Trainer's loop that Lightning's loop runs otherwise: hf-peft's entry and
+// lightning's, with the same prior (lightning reads every other row as hf-peft's).
+std::vector<OwnEntry> hf_and_loop(StackEntry entry) {
+  StackEntry loop = entry;
+  loop.section = kPl;
+  return {{"hf-peft", entry, -1}, {"lightning", loop, -1}};
+}
 
 // A row: the device's entry (the runner's section, what a stack without its own entry reads)
 // and the stacks' own entries.
@@ -92,12 +100,12 @@ std::vector<Coefficient> coefficient_rows() {
   return {
       row("host_fixed_s", &K::host_fixed_s, Term::host, one,
           "host time per micro-batch whatever its size (Python/C++ loop, data to device, autograd setup)",
-          in("time", 0, nn, lin), hf(in(kHf, 2.5e-3, nn, lin))),
+          in("time", 0, nn, lin), hf_and_loop(in(kHf, 2.5e-3, nn, lin))),
       row("host_per_op_s", &K::host_per_op_s, Term::host,
           [](F f, C c) { return f.host_ops - (1 - c.recompute_host_share) * f.recompute_ops; },
           "host dispatch per operator (Python module calls included); recomputing operators count at "
           "recompute_host_share",
-          in("time", 0, nn, lin), hf(in(kHf, 2.5e-5, nn, lin))),
+          in("time", 0, nn, lin), hf_and_loop(in(kHf, 2.5e-5, nn, lin))),
       // recompute_host_share came after the first profiles; without it they predicted share 1.
       row("recompute_host_share", &K::recompute_host_share, Term::shape,
           [](F f, C c) { return c.host_per_op_s * f.recompute_ops; },
@@ -162,11 +170,11 @@ std::vector<Coefficient> coefficient_rows() {
              in("time", 1024, pos, never)),
       row("optimizer_fixed_s", &K::optimizer_fixed_s, Term::optimizer_host, one,
           "AdamW step + zero_grad (fused AdamW + clipping under Trainer): host time, fixed part",
-          in("time", 0, nn, lin), hf(in(kHf, 1.2e-3, nn, lin))),
+          in("time", 0, nn, lin), hf_and_loop(in(kHf, 1.2e-3, nn, lin))),
       row("optimizer_per_tensor_s", &K::optimizer_per_tensor_s, Term::optimizer_host,
           [](F f, C) { return f.lora_tensors; },
           "host dispatch per adapter tensor (the optimizer updates one tensor at a time)", in("time", 0, nn, lin),
-          hf(in(kHf, 4.2e-5, nn, lin))),
+          hf_and_loop(in(kHf, 4.2e-5, nn, lin))),
       device("optimizer_device_per_tensor_s", &K::optimizer_device_per_tensor_s, Term::optimizer_device,
              [](F f, C) { return f.lora_tensors; }, "device time per adapter tensor", in("time", 0, nn, lin)),
       device("optimizer_per_param_s", &K::optimizer_per_param_s, Term::optimizer_device,

@@ -130,11 +130,13 @@ struct Table {
       for (size_t s = 0; s < stacks; ++s) {
         const TrainingStack& stack = training_stack(StackKind{static_cast<int>(s)});
         const OwnEntry* own = c.own_entry(stack.name());
-        const StackEntry& e = own ? own->entry : c.device;
+        // Without an entry of its own a stack reads its base's (as a reader), else the device's.
+        const OwnEntry* base = own || !stack.base_stack() ? nullptr : c.own_entry(stack.base_stack());
+        const StackEntry& e = own ? own->entry : base ? base->entry : c.device;
         c.entries[s] = e;
         if (!own && !stack.calibrates_device()) c.entries[s] = {nullptr, e.prior, e.range, Fit::never, false, e.same_as};
         if (stores(e)) {
-          c.slot[s] = own ? own->stored : c.device_stored;
+          c.slot[s] = own ? own->stored : base ? base->stored : c.device_stored;
         } else if (e.same_as) {
           const Coefficient* other = nullptr;
           for (size_t o = 0; o < r; ++o)

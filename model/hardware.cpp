@@ -2,6 +2,7 @@
 #include "model/hardware.h"
 
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::model {
 
@@ -60,6 +61,9 @@ const Coefficient& row_named(std::string_view name) {
 }  // namespace
 
 double HardwareModel::value(const Coefficient& row, StackKind stack) const {
+  if (!origin(stack).has_values && row.owned_by(stack))
+    if (const char* base = training_stack(stack).base_stack())
+      if (const TrainingStack* b = find_stack(base)) return value(row, b->kind());
   const int slot = row.slot[static_cast<size_t>(stack.index)];
   return slot >= 0 && static_cast<size_t>(slot) < values.size() ? values[static_cast<size_t>(slot)]
                                                                  : row.in(stack).prior;
@@ -106,8 +110,10 @@ Coefficients resolve(const HardwareModel& hw, StackKind stack) {
 }
 
 void store(const Coefficients& c, StackKind stack, HardwareModel& hw) {
+  // Every row the stack owns is written, so a stack with a base now holds values of its own.
   for (const Coefficient& row : coefficient_table())
     if (row.field && row.owned_by(stack)) hw.value(row, stack) = c.*row.field;
+  hw.origin(stack).has_values = true;
 }
 
 }  // namespace lorasim::model

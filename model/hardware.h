@@ -44,6 +44,9 @@ bool operator==(const Interconnect& a, const Interconnect& b);
 struct StackOrigin {
   bool calibrated = false;        ///< fitted from this stack's runs on this GPU
   std::string source = "prior";   ///< where the values came from, for notes and files
+  /// The profile holds values of the stack's own (its section, or a fit stored them); a stack
+  /// with a base (TrainingStack::base_stack) reads its base's values until then.
+  bool has_values = false;
 };
 
 struct HardwareModel {
@@ -72,7 +75,8 @@ struct HardwareModel {
   /// the prior of the link kind (simulator/data_parallel.h).
   std::optional<Interconnect> interconnect;
 
-  /// `row`'s value as `stack` reads it (its prior when the stack stores none). Throws
+  /// `row`'s value as `stack` reads it (its prior when the stack stores none; its base stack's
+  /// value where the stack has a base and this profile holds none of its own values). Throws
   /// ConfigError for an unknown row.
   double value(std::string_view row, StackKind stack = StackKind::lorasim) const;
   /// The stored value `stack` reads for `row`; throws ConfigError when it stores none (a fixed prior).

@@ -4,6 +4,7 @@
 #include "model/error.h"
 #include "model/quant_memory.h"
 #include "model/stacks/hf_peft_stack.h"
+#include "model/stacks/lightning_stack.h"
 #include "model/stacks/lorasim_stack.h"
 
 namespace lorasim::model {
@@ -50,6 +51,7 @@ class StackRegistry {
       std::vector<std::unique_ptr<TrainingStack>> s;
       s.push_back(std::make_unique<HfPeftStack>());   // StackKind::hf_peft
       s.push_back(std::make_unique<LorasimStack>());  // StackKind::lorasim
+      s.push_back(std::make_unique<LightningStack>());
       for (size_t i = 0; i < s.size(); ++i) s[i]->kind_ = StackKind{static_cast<int>(i)};
       return s;
     }();

@@ -35,6 +35,11 @@ class TrainingStack {
   virtual std::vector<std::string> aliases() const { return {}; }
   /// What it is, in the list of stacks an unknown name is told ("Transformers/TRL + PEFT"; "": none).
   virtual std::string summary() const { return ""; }
+  /// The stack whose rows it reads where it has no entry of its own (nullptr: the device's), and
+  /// whose values its own rows take on a profile that holds none of them: a stack that runs the
+  /// same model code under another loop (Lightning's over Transformers + PEFT) differs in the
+  /// loop's terms only, and until it is calibrated its best figures are its base's on that GPU.
+  virtual const char* base_stack() const { return nullptr; }
 
   /// The stack's options when none is given.
   virtual StackSpec default_spec() const = 0;
@@ -68,8 +73,12 @@ class TrainingStack {
   virtual std::string quantized_base_refusal(const std::string&) const { return ""; }
   /// Whether its half-precision training is mixed precision (Trainer's bf16/fp16 flag).
   virtual bool mixed_precision(const StackSpec& spec) const = 0;
-  /// Whether --trainer's presets (Hugging Face's Trainer, SFTTrainer, a plain loop) describe it.
-  virtual bool takes_trainer_presets() const { return false; }
+  /// How its program is told a split, where not by Hugging Face's TrainingArguments (whose flags
+  /// the command line writes): one line, "" for TrainingArguments.
+  virtual std::string split_settings(const Workload&, int64_t /*micro_batch*/, int64_t /*accumulation*/,
+                                     bool /*grad_ckpt*/) const {
+    return "";
+  }
 
   // The simulator's notes about this stack's figures ("" for none); percentages come formatted.
   /// Its own rows are priors (its section is not calibrated on this device).

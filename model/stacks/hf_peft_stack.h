@@ -6,7 +6,7 @@
 
 namespace lorasim::model {
 
-class HfPeftStack final : public TrainingStack {
+class HfPeftStack : public TrainingStack {
  public:
   const char* name() const override { return "hf-peft"; }
   std::vector<std::string> aliases() const override { return {"hf"}; }
@@ -26,7 +26,6 @@ class HfPeftStack final : public TrainingStack {
   bool calibrates_device() const override { return false; }
   StackCalibration calibration() const override { return StackCalibration::hf_probe; }
   bool mixed_precision(const StackSpec& spec) const override { return spec.autocast; }  // Trainer's bf16/fp16
-  bool takes_trainer_presets() const override { return true; }
   std::string prior_note(const std::string& device_name, const std::string& time_error) const override;
   std::string memory_note(const StackSpec& spec, bool asynchronous, const std::string& memory_error) const override;
   std::string host_bound_note(const std::string& host_spread) const override;

@@ -287,4 +287,38 @@ TEST(FitStackTest, StackDesignsAreTheTablesColumnsForTheStack) {
                   .empty());
 }
 
+
+// Lightning runs hf-peft's model code under its own loop: its rows fit the loop's host terms
+// ([stack.lightning]) and leave hf-peft's, which it reads for everything else.
+TEST(FitStackTest, LightningRowsFitOnlyTheLoopsHostTerms) {
+  const model::StackKind pl = model::parse_stack("lightning");
+  model::HardwareModel base = h200();
+  set_truth_terms(base);  // a calibrated hf-peft half the lightning fit must keep
+  model::HardwareModel truth = base;
+  truth.origin(pl).has_values = true;
+  const std::pair<const char*, double> loop[] = {
+      {"host_fixed_s", 6.0e-3}, {"host_per_op_s", 7.0e-5}, {"optimizer_fixed_s", 2.0e-3}, {"optimizer_per_tensor_s", 3.0e-5}};
+  for (const auto& [name, v] : loop) truth.value(name, pl) = v;
+  HfPlanOptions opt;
+  opt.reference = reference();
+  opt.reference.stack.kind = pl;
+  std::vector<Measurement> rows;
+  for (const HfPlannedRun& r : default_loop_plan(opt)) rows.push_back(measure(r.planned, truth));
+  const FitReport rep = fit_profile(rows, base, FitMode::automatic);
+  EXPECT_EQ(rep.stack, pl);
+  EXPECT_FALSE(rep.anchored);
+  for (const auto& [name, v] : loop) {
+    expect_near_rel(rep.hardware.value(name, pl), v, 1e-6, name);
+    EXPECT_TRUE(moved(rep, std::string("stack.lightning.") + name)) << name;
+  }
+  for (const MovedCoefficient& m : rep.moved) EXPECT_EQ(m.name.rfind("stack.lightning.", 0), 0u) << m.name;
+  EXPECT_EQ(rep.hardware.values, [&] {
+    model::HardwareModel want = base;  // every other stored value as the base had it
+    for (const auto& [name, v] : loop) want.value(name, pl) = rep.hardware.value(name, pl);
+    return want.values;
+  }());
+  EXPECT_TRUE(rep.hardware.origin(pl).calibrated);
+  EXPECT_LT(rep.time_max_rel, 1e-6);
+}
+
 }  // namespace lorasim::calib

@@ -44,7 +44,7 @@ size_t count_runs(const std::vector<HfPlannedRun>& plan, Pred pred) {
 const std::set<std::string> kRunKeys = {"model",        "num_layers",   "hf_config",  "seq_len",    "micro_batch",
                                         "accumulation", "steps",        "warmup_steps", "grad_ckpt", "lora_rank",
                                         "lora_alpha",   "lora_targets", "lora_dropout", "precision", "autocast",
-                                        "attn_impl",    "fused_lm_head"};
+                                        "attn_impl",    "fused_lm_head", "stack"};
 // A run on the plan's own lengths also carries them.
 const std::set<std::string> kLengthsKeys = {"lengths", "padding", "lengths_seed"};
 
@@ -483,6 +483,31 @@ TEST(HfPlanTest, AQuantizedReferenceOnTheCpuIsRefused) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--quant nf4: bitsandbytes quantizes on CUDA only; calibrate a quantized base with --device cuda");
   }
+}
+
+
+TEST(HfPlanTest, LoopPlanSeparatesTheLoopsHostTerms) {
+  HfPlanOptions opt;
+  opt.reference.arch = model::preset("qwen3-1.7b");
+  opt.reference.stack.kind = model::parse_stack("lightning");
+  const std::vector<HfPlannedRun> plan = default_loop_plan(opt);
+  std::set<int64_t> depths;
+  size_t accumulated = 0, fewer_targets = 0;
+  for (const HfPlannedRun& r : plan) {
+    const model::Workload& w = r.planned.workload;
+    EXPECT_EQ(w.stack.kind, opt.reference.stack.kind) << r.label();
+    EXPECT_FALSE(w.stack.fused_lm_head) << r.label();
+    depths.insert(w.arch.num_layers);
+    accumulated += r.planned.accumulation > 1;
+    fewer_targets += w.lora.targets.size() == 2;
+  }
+  EXPECT_EQ(depths, (std::set<int64_t>{1, 4, 28}));
+  EXPECT_EQ(accumulated, 1u);
+  EXPECT_EQ(fewer_targets, 1u);
+  EXPECT_EQ(plan.size(), 10u);
+  // Each run tells the probe which loop trains it.
+  const json j = json::parse(hf_plan_json(plan, "cuda", model::AllocatorMode::default_segments, 1, 3));
+  for (const json& run : j["runs"]) EXPECT_EQ(run["stack"], "lightning");
 }
 
 }  // namespace lorasim::calib

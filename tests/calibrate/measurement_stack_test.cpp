@@ -73,7 +73,8 @@ TEST(MeasurementStackTest, ReadsEveryStackColumn) {
 
 TEST(MeasurementStackTest, BadValuesAreRefusedAtTheirRowAndColumn) {
   EXPECT_EQ(parse_error(kHeader + ",stack\ntiny,128,2,0.5,hf-peft\ntiny,128,2,0.5,trl\n", "csv"),
-            "m.csv:3: column stack: unknown stack 'trl': allowed are hf-peft (Transformers/TRL + PEFT) and lorasim");
+            "m.csv:3: column stack: unknown stack 'trl': allowed are hf-peft (Transformers/TRL + PEFT), lorasim and "
+            "lightning (PyTorch Lightning + Transformers + PEFT)");
   EXPECT_EQ(parse_error(kHeader + ",stack,attn_impl\ntiny,128,2,0.5,hf-peft,flash\n", "csv"),
             "m.csv:2: column attn_impl: unknown attention implementation 'flash': allowed are sdpa, eager, "
             "flash_attention_2");

@@ -85,9 +85,11 @@ TEST(TrainerPresetCliTest, SftTruncatesLengthsAt1024UnlessToldOtherwise) {
 }
 
 TEST(TrainerPresetCliTest, BadPresetsAreRefusedNamingTheFlag) {
-  expect_error({"simulate", "--trainer", "sfttrainer"}, kUsage, {"--trainer must be sft, trainer or loop, got 'sfttrainer'"});
+  expect_error({"simulate", "--trainer", "sfttrainer"}, kUsage, {"--trainer must be sft, trainer, loop or lightning, got 'sfttrainer'"});
   expect_error({"recommend", "--trainer", "sft", "--stack", "lorasim"}, kUsage,
-               {"--trainer sft describes a Hugging Face program (--stack hf-peft), not --stack lorasim"});
+               {"--trainer sft describes a program of the hf-peft stack, not --stack lorasim"});
+  expect_error({"simulate", "--trainer", "lightning", "--stack", "lorasim"}, kUsage,
+               {"--trainer lightning describes a program of the lightning stack, not --stack lorasim"});
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "hwprofiles/builtin.h"
+#include "model/training_stack.h"
 #include "model/coefficients.h"
 #include "model/error.h"
 #include "model/hardware.h"
@@ -335,6 +336,7 @@ TEST(ProfileTest, EveryCoefficientOfTheTableRoundTripsThroughToml) {
   // One distinct value per stored value of the table, inside its range: to_toml writes each
   // under its section and key, and parse_profile reads each back into the same slot.
   Profile p = builtin_profile("h100-sxm");
+  for (int s = 0; s < model::stack_count(); ++s) p.hw.origin(model::StackKind{s}).has_values = true;
   const auto& values = model::stored_values();
   for (size_t i = 0; i < values.size(); ++i) {
     const model::Range r = values[i].entry().range;

@@ -80,7 +80,7 @@ sim::Request request(model::StackKind stack) {
 
 TEST(ToyStackTest, IsFoundByNameAndParsed) {
   const model::StackKind k = toy();
-  EXPECT_EQ(k.index, 2);  // after hf-peft and lorasim
+  EXPECT_EQ(k.index, 3);  // after hf-peft, lorasim and lightning
   EXPECT_EQ(model::parse_stack("toy"), k);
   EXPECT_STREQ(model::stack_name(k), "toy");
   EXPECT_EQ(model::find_stack("toy"), &model::training_stack(k));
@@ -88,8 +88,8 @@ TEST(ToyStackTest, IsFoundByNameAndParsed) {
     model::parse_stack("trl");
     FAIL() << "an unknown stack parsed";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "unknown stack 'trl': allowed are hf-peft (Transformers/TRL + PEFT), lorasim and toy "
-                           "(a test's stack)");
+    EXPECT_STREQ(e.what(), "unknown stack 'trl': allowed are hf-peft (Transformers/TRL + PEFT), lorasim, lightning "
+                           "(PyTorch Lightning + Transformers + PEFT) and toy (a test's stack)");
   }
   EXPECT_THROW(model::register_stack(std::make_unique<ToyStack>()), InputError);  // its name is taken
 }

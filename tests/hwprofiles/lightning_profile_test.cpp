@@ -1,0 +1,51 @@
+// The lightning stack in a profile: it reads hf-peft's values until the profile holds its own
+// loop terms ([stack.lightning]), which the writer writes only then.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "hwprofiles/builtin.h"
+#include "hwprofiles/profile.h"
+#include "model/coefficients.h"
+#include "model/hardware.h"
+#include "model/stack.h"
+#include "model/training_stack.h"
+
+namespace lorasim::hw {
+namespace {
+
+const model::StackKind kPl = model::parse_stack("lightning");
+constexpr model::StackKind kHf = model::StackKind::hf_peft;
+
+TEST(LightningProfileTest, ReadsHfPeftsValuesWithoutASectionOfItsOwn) {
+  const model::HardwareModel hw = builtin_profile("h100-sxm").hw;
+  ASSERT_TRUE(hw.origin(kHf).calibrated);
+  ASSERT_FALSE(hw.origin(kPl).has_values);
+  for (const model::Coefficient& c : model::coefficient_table())
+    if (c.field) EXPECT_EQ(hw.value(c, kPl), hw.value(c, kHf)) << c.name;
+  // hf-peft's calibrated host term, not the table's prior.
+  EXPECT_NE(hw.value("host_fixed_s", kPl), model::find_coefficient("host_fixed_s")->in(kPl).prior);
+  EXPECT_EQ(to_toml(builtin_profile("h100-sxm")).find("[stack.lightning]"), std::string::npos);
+}
+
+TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
+  Profile p = builtin_profile("h100-sxm");
+  p.hw.value("host_fixed_s", kPl) = 4.0e-3;
+  p.hw.value("host_per_op_s", kPl) = 3.0e-5;
+  p.hw.value("optimizer_fixed_s", kPl) = 1.0e-3;
+  p.hw.value("optimizer_per_tensor_s", kPl) = 2.0e-5;
+  p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true};
+  const std::string text = to_toml(p);
+  ASSERT_NE(text.find("[stack.lightning]"), std::string::npos);
+  const Profile back = parse_profile(text, "test.toml");
+  EXPECT_TRUE(back.hw.origin(kPl).calibrated);
+  EXPECT_EQ(back.hw.value("host_fixed_s", kPl), 4.0e-3);
+  EXPECT_EQ(back.hw.value("optimizer_per_tensor_s", kPl), 2.0e-5);
+  // Everything else is still hf-peft's: the model code's device time and memory.
+  for (const char* row : {"device_scale", "saved_scale", "reserved_logits_share", "worst_case_margin", "new_shape_s"})
+    EXPECT_EQ(back.hw.value(row, kPl), back.hw.value(row, kHf)) << row;
+  EXPECT_NE(back.hw.value("host_fixed_s", kPl), back.hw.value("host_fixed_s", kHf));
+}
+
+}  // namespace
+}  // namespace lorasim::hw
