@@ -194,7 +194,8 @@ class Cell:
             except self.torch.OutOfMemoryError:
                 oom = True
             peak = self.torch.cuda.max_memory_reserved() if self.cuda else None
-            module = trainer = None
+            recorded = (recorder.row or {}).get("step_time_s")
+            module = trainer = recorder = None  # the recorder holds the model too: all of it freed before the next
             self.free()
             steady = timer.times[2:]
             step = sum(steady) / len(steady) if steady and not oom else None
@@ -202,7 +203,7 @@ class Cell:
             if oom:
                 ooms.append((b, a))
             self.row("truth", split=tune_gpu.split_name(b, a), oom=oom, step_time_s=step, steps_run=len(timer.times),
-                     peak_reserved_bytes=peak, recorder_step_time_s=(recorder.row or {}).get("step_time_s"))
+                     peak_reserved_bytes=peak, recorder_step_time_s=recorded)
         self.oom_rows(ooms)
 
     def oom_rows(self, ooms):
