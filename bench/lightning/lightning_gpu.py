@@ -11,11 +11,13 @@ per process) and writes one JSON line per measurement to OUT/lightning-bench.jso
              there too (the cell's columns, its split, oom true): the recorder writes none.
   tune       lorasim_hf.lightning.LorasimTuner on a fresh model and trainer from a wrong prior
              (--gpu, default a10g, or --profile FILE), starting at the cell's smallest micro-batch:
-             the pick, trial steps, seconds, its table.
+             the pick, trial steps, seconds from fit() to the set split, its table; the trials' rows
+             to OUT/trials-<cell>.jsonl.
   identical  the tuned fit goes on for 3 optimizer steps; a fresh untuned trainer at the pick, same
-             seed, 3 steps; adapters compared with torch.equal. Deterministic algorithms are turned on
-             by a callback after the tuner's (so the trials are timed as a user's are) in both fits;
-             use --attn eager on a GPU (SDPA's cuDNN backward is not deterministic).
+             seed, 3 steps; adapters compared with torch.equal. In both fits a callback after the
+             tuner's (so the trials run as the truth's splits do) turns on deterministic algorithms
+             and SDPA's math kernels (cuDNN's attention backward is not deterministic on the GPU)
+             and lifts the allocator cap for the training steps (the math kernels hold more).
   gap        the pick's truth step time against the fastest truth split that ran (both in the process).
 
 Cells (value order: the tuner's cells first):
@@ -26,11 +28,11 @@ Cells (value order: the tuner's cells first):
   tiny, tiny-lengths   --smoke's (the CPU, bench/hf/configs/smoke.json, 32-bit): every phase, no figure
 
     python3 bench/lightning/lightning_gpu.py --out-dir $OUT --lorasim build-gpu/cli/lorasim --budget-s 500
-    python3 bench/lightning/lightning_gpu.py --out-dir $OUT --lorasim build-gpu/cli/lorasim --attn eager --cells cap15,lengths --phases tune
+    python3 bench/lightning/lightning_gpu.py --out-dir $OUT --lorasim build-gpu/cli/lorasim --cells cap15 --tune-first
     python3 bench/lightning/lightning_gpu.py --out-dir /tmp/lsmoke --lorasim build/cli/lorasim --smoke
 then  python3 bench/lightning/summarize.py --lorasim build/cli/lorasim OUT
 """
-import argparse, functools, gc, json, logging, os, subprocess, sys, tempfile, time
+import argparse, functools, gc, json, logging, os, shutil, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -62,7 +64,12 @@ def lightning():
         import lightning.pytorch as pl
     except ImportError:
         import pytorch_lightning as pl
-    logging.getLogger(pl.__name__).setLevel(logging.WARNING)  # its banners, once per fit (set at its import)
+    import lorasim_hf.lightning  # noqa: F401  (imports every Lightning package there is: their loggers exist)
+    # Their banners, once per fit: each package sets its loggers' levels at import and makes its own
+    # rank_zero logger the one lightning_utilities logs to.
+    for package in ("lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric"):
+        for name in (package, package + ".utilities.rank_zero"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     return pl
 
 
@@ -90,10 +97,13 @@ def module_class(pl, torch):
     return LoRA
 
 
+SDPA_BACKENDS = ("flash", "mem_efficient", "cudnn", "math")
+
+
 def callbacks(pl, torch, cuda):
-    """(StepTimer, Deterministic): optimizer steps timed as the recorder times them; deterministic
-    algorithms from on_fit_start on (after the tuner's trials, when listed after the tuner)."""
+    """(StepTimer, Exact): optimizer steps timed as the recorder times them; Exact, see its doc."""
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    backends = torch.backends.cuda
 
     class StepTimer(pl.Callback):
         def __init__(self):
@@ -109,13 +119,31 @@ def callbacks(pl, torch, cuda):
                 sync()
                 self.times.append(time.perf_counter() - self.t0)
 
-    class Deterministic(pl.Callback):
+    class Exact(pl.Callback):
+        """From on_fit_start to on_fit_end: deterministic algorithms and SDPA's math kernels only
+        (the cuDNN, flash and memory-efficient backwards are not deterministic), without the
+        allocator cap (the math kernels hold more; bits, not memory, are compared). Listed after
+        the tuner, it starts after the trials, so they run as the truth's splits do."""
+
+        def __init__(self, cap_gib):
+            self.cap_gib, self.saved, self.started = cap_gib, {}, None
+
         def on_fit_start(self, trainer, module):
+            self.started = time.time()  # the tuner's on_fit_start (the tune) has ended
+            self.saved = {n: getattr(backends, f"{n}_sdp_enabled")() for n in SDPA_BACKENDS}
+            for n in SDPA_BACKENDS:
+                getattr(backends, f"enable_{n}_sdp")(n == "math")
             torch.use_deterministic_algorithms(True, warn_only=True)
+            if cuda and self.cap_gib:
+                torch.cuda.set_per_process_memory_fraction(1.0, 0)
 
         def on_fit_end(self, trainer, module):
+            for n, on in self.saved.items():
+                getattr(backends, f"enable_{n}_sdp")(on)
             torch.use_deterministic_algorithms(False)
-    return StepTimer, Deterministic
+            if cuda and self.cap_gib:
+                tune_gpu.cap_allocator(torch, self.cap_gib)
+    return StepTimer, Exact
 
 
 class Cell:
@@ -139,7 +167,7 @@ class Cell:
                         for n in tune_gpu.lengths_of(self.w, a.dataset_size)]
         self.collate = functools.partial(tune_gpu.pad_collate, torch)
         self.LoRA = module_class(self.pl, torch)
-        self.StepTimer, self.Deterministic = callbacks(self.pl, torch, self.cuda)
+        self.StepTimer, self.Exact = callbacks(self.pl, torch, self.cuda)
         self.truth, self.pick = {}, None  # {(b, a): step seconds or None (oom)}; (b, a)
 
     def row(self, phase, **kw):
@@ -230,26 +258,32 @@ class Cell:
             tuner = LorasimTuner(**prior, max_trial_steps=self.a.max_trial_steps, lorasim=self.a.lorasim,
                                  cache_dir=cache)
             module = self.module(b0)
-            trainer = self.trainer(w["B"] // b0, SAME_STEPS, [tuner, self.Deterministic()])
+            exact = self.Exact(w.get("cap_gib"))
+            trainer = self.trainer(w["B"] // b0, SAME_STEPS, [tuner, exact])
             t0 = time.time()
             trainer.fit(module)  # the tune, then SAME_STEPS steps of its pick
             res = tuner.result
             self.pick = (res.micro_batch, res.accumulation)
+            trials = os.path.join(os.path.dirname(self.out), f"trials-{self.name}{os.path.splitext(res.rows_path)[1]}")
+            if os.path.exists(res.rows_path):
+                shutil.copyfile(res.rows_path, trials)  # the trials' rows (the cache is a temporary folder)
             self.row("tune", prior=prior, pick=tune_gpu.split_name(*self.pick), trial_steps=res.trial_steps,
-                     tune_and_fit_s=time.time() - t0, set_on_trainer=[module.batch_size, trainer.accumulate_grad_batches],
-                     notes=res.notes, table=res.table)
+                     tune_s=exact.started - t0, tune_and_fit_s=time.time() - t0,
+                     set_on_trainer=[module.batch_size, trainer.accumulate_grad_batches], notes=res.notes,
+                     table=res.table)
             after = adapters(module)
         module = trainer = tuner = None
         self.free()
         module = self.module(self.pick[0])
-        self.trainer(self.pick[1], SAME_STEPS, [self.Deterministic()]).fit(module)
+        self.trainer(self.pick[1], SAME_STEPS, [self.Exact(w.get("cap_gib"))]).fit(module)
         direct = adapters(module)
         module = None
         self.free()
         same = after.keys() == direct.keys() and all(self.torch.equal(after[k], direct[k]) for k in after)
         diff = max((after[k] - direct[k]).abs().max().item() for k in after) if after.keys() == direct.keys() else None
-        self.row("identical", pick=tune_gpu.split_name(*self.pick), attn_impl=self.a.attn, bit_identical=same,
-                 max_abs_diff=diff, tensors=len(after), steps=SAME_STEPS)
+        self.row("identical", pick=tune_gpu.split_name(*self.pick), attn_impl=self.a.attn, sdpa_backend="math",
+                 deterministic=True, cap_lifted=bool(w.get("cap_gib")), bit_identical=same, max_abs_diff=diff,
+                 tensors=len(after), steps=SAME_STEPS)
 
     def gap_row(self):
         ran = {k: s for k, s in self.truth.items() if s is not None}
@@ -295,8 +329,7 @@ def main():
                     "(e.g. bench/hf/profiles/h200-2x-slow.toml)")
     ap.add_argument("--max-trial-steps", type=int, default=10)
     ap.add_argument("--dataset-size", type=int, help="sequences in the dataset (default 256; --smoke 48)")
-    ap.add_argument("--attn", default="sdpa", help="attn_implementation (eager: deterministic kernels for the "
-                    "identical phase on a GPU)")
+    ap.add_argument("--attn", default="sdpa", help="attn_implementation of every model (sdpa, eager)")
     ap.add_argument("--precision", help="Lightning precision (default bf16-mixed; --smoke 32-true)")
     ap.add_argument("--fixed-1x16", action="store_true", help="the fixed cell's 1x16 too (about 3 s a step)")
     ap.add_argument("--smoke", action="store_true", help="the CPU, tiny cells: the script end to end")

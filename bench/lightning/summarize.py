@@ -89,11 +89,12 @@ def tuner_lines(folder, bench, checks):
             checks["tunes"] += 1
             prior = r["prior"].get("gpu") or os.path.basename(r["prior"].get("profile", ""))
             lines.append(f"| {run} | {r['cell']} | tune | pick {r['pick']} from {prior}, {r['trial_steps']} trial steps"
-                         f"{'' if within else ' **over 10**'}, {r['tune_and_fit_s']:.1f} s (tune and 3 steps) |")
+                         f"{'' if within else ' **over 10**'}, {r['tune_s']:.1f} s from fit() to the set split |")
         elif r["phase"] == "identical":
             checks["identical"].append(r["bit_identical"])
             lines.append(f"| {run} | {r['cell']} | identical | {r['steps']} steps after the tune vs untuned {r['pick']}, "
-                         f"attention {r['attn_impl']}: {'bit-identical' if r['bit_identical'] else 'differ'} "
+                         f"attention {r['attn_impl']} ({r.get('sdpa_backend', 'default')} SDPA kernels), deterministic "
+                         f"algorithms: {'bit-identical' if r['bit_identical'] else 'differ'} "
                          f"(max abs diff {r['max_abs_diff']:.3g}, {r['tensors']} tensors) |")
         elif r["phase"] == "gap":
             gap = r["gap"]
