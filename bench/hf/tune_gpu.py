@@ -54,10 +54,10 @@ WORKLOADS = {
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 
-def emit(out, row):
+def emit(out, row, tag="tune_gpu"):
     with open(out, "a") as f:
         f.write(json.dumps(row) + "\n")
-    print("tune_gpu", json.dumps({k: v for k, v in row.items() if k not in ("table", "steps")}), flush=True)
+    print(tag, json.dumps({k: v for k, v in row.items() if k not in ("table", "steps")}), flush=True)
 
 
 def split_name(b, a, ckpt=None):
@@ -81,6 +81,24 @@ def lengths_of(w, n):
     return [max(1, -(-n_ // scale)) for n_ in lengths[:n]]
 
 
+def cap_allocator(torch, cap_gib):
+    """Caps this process's CUDA caching allocator at cap_gib (as a GPU of that memory would)."""
+    total = torch.cuda.get_device_properties(0).total_memory
+    torch.cuda.set_per_process_memory_fraction(cap_gib * GIB / total, 0)
+
+
+def pad_collate(torch, features):
+    """Examples of input_ids padded to the longest of the micro-batch; padding masked out of the loss."""
+    ids = [torch.tensor(f["input_ids"]) for f in features]
+    width = max(len(x) for x in ids)
+    input_ids = torch.zeros((len(ids), width), dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    for r, x in enumerate(ids):
+        input_ids[r, :len(x)] = x
+        mask[r, :len(x)] = 1
+    return {"input_ids": input_ids, "attention_mask": mask, "labels": input_ids.masked_fill(mask == 0, -100)}
+
+
 class Run:
     """One workload in this process: builds trainers, runs the phases, writes their rows."""
 
@@ -92,8 +110,7 @@ class Run:
             self.w["cap_gib"] = a.cap
         self.cuda = not a.smoke
         if self.cuda and self.w.get("cap_gib"):
-            total = torch.cuda.get_device_properties(0).total_memory
-            torch.cuda.set_per_process_memory_fraction(self.w["cap_gib"] * GIB / total, 0)
+            cap_allocator(torch, self.w["cap_gib"])
         with open(os.path.join(REPO, self.w["config"])) as f:
             self.cfg = json.load(f)
         self.model_type = self.cfg.pop("model_type")
@@ -140,15 +157,7 @@ class Run:
         return transformers.Trainer(model=model, args=args, train_dataset=ds, data_collator=self.collate)
 
     def collate(self, features):
-        torch = self.torch
-        ids = [torch.tensor(f["input_ids"]) for f in features]
-        width = max(len(x) for x in ids)
-        input_ids = torch.zeros((len(ids), width), dtype=torch.long)
-        mask = torch.zeros_like(input_ids)
-        for r, x in enumerate(ids):
-            input_ids[r, :len(x)] = x
-            mask[r, :len(x)] = 1
-        return {"input_ids": input_ids, "attention_mask": mask, "labels": input_ids.masked_fill(mask == 0, -100)}
+        return pad_collate(self.torch, features)
 
     def timer(self):
         import transformers
