@@ -1,4 +1,4 @@
-"""Short real Hugging Face + PEFT training steps for `lorasim calibrate --stack hf-peft`.
+"""Short real Hugging Face + PEFT training steps for `lorasim calibrate --stack hf-peft` (and `lightning`).
 
     python3 -m lorasim_hf.probe --plan PLAN.json
     python3 -m lorasim_hf.probe --plan PLAN.json --lengths lengths.csv --padding longest --seed 0
@@ -24,12 +24,17 @@ TRL's fused LM head as SFTTrainer does (trl.trainer.utils.add_fused_lm_head, the
 per-token log-probs, its entropy and accuracy metrics); without trl installed such runs are
 skipped: a line {"skipped": label, "why": ...} stands for each.
 
+A run's `stack` (default "hf-peft": the loop above) may be "lightning" (`lorasim calibrate --stack
+lightning`): the same built model is trained by a real Lightning `Trainer` instead, on the same
+micro-batches, and its row says `"stack": "lightning"` (lorasim_hf.probe_lightning; it needs
+lightning or pytorch_lightning, and takes no `loop` plain or --quant).
+
 stdout: one JSON Lines measurement row per run (docs/measurements.md), flushed as each ends;
 stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized), their
 mean when the widths varied; `micro_batch_time_s` likewise, `optimizer_time_s` the median (CUDA
 events on the GPU).
 Exit 0 when every run was attempted, 1 when some run failed for another reason than memory,
-2 when torch, transformers or peft is missing.
+2 when torch, transformers or peft (or, for lightning runs, Lightning) is missing.
 """
 import argparse
 import gc

@@ -178,13 +178,18 @@ def _restore(model, dtypes, device):
 def _quiet(pl):
     """Lightning's info lines ("GPU available", "max_steps reached"), its hint to add data loader
     workers and a deprecation inside it off stderr, which carries the probe's progress; put back afterwards."""
-    logger = logging.getLogger(pl.__name__)
-    level = logger.level
-    logger.setLevel(logging.WARNING)
+    # Lightning's info goes through one logger that the last Lightning package imported names
+    # (lightning_utilities' rank_zero_module.log): with both installed, maybe not `pl`'s.
+    rank_zero = importlib.import_module(pl.__name__ + ".utilities.rank_zero").rank_zero_module.log
+    loggers = {logging.getLogger(pl.__name__), rank_zero}
+    levels = {logger: logger.level for logger in loggers}
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
             warnings.filterwarnings("ignore", message=".*LeafSpec.*is deprecated.*")  # Lightning's own, not the model's
             yield
     finally:
-        logger.setLevel(level)
+        for logger, level in levels.items():
+            logger.setLevel(level)
