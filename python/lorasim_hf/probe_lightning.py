@@ -19,8 +19,9 @@ micro-batch's fetch and copy to the device -- is outside, as for LorasimRecorder
 runs from `on_before_optimizer_step` (after the last backward) to that end: clipping, the step and
 the scaler's update (CUDA events on the GPU, so no sync is added mid-step); `micro_batch_time_s` is
 (step - optimizer) / accumulation, and so holds Lightning's `zero_grad`, which it runs inside the next
-window's first micro-batch. Lightning moves the model to the CPU when fit ends, and "bf16-true" /
-"16-true" cast every floating tensor of it: both are undone afterwards, for the plan's next run.
+window's first micro-batch. The module keeps the model on its device when Lightning's teardown
+would move it to the CPU, and the casts of "bf16-true" / "16-true" are undone after the fit: the
+plan's next run trains the model as the probe built it.
 """
 import contextlib
 import importlib
@@ -82,7 +83,7 @@ def train(probe, model, vocab, run, lengths=None):
     timer = timer_class(probe, a, warmup, seen)
     # batch_size=None: each item is a whole micro-batch already; pinned on CUDA, as the probe's loop pins.
     loader = torch.utils.data.DataLoader(batches, batch_size=None, shuffle=False, pin_memory=probe.cuda)
-    placed = _placement(model)
+    dtypes = _dtypes(model)
     try:
         with _quiet(pl):
             trainer = pl.Trainer(accelerator="cuda" if probe.cuda else "cpu", devices=1, precision=precision,
@@ -92,7 +93,7 @@ def train(probe, model, vocab, run, lengths=None):
             trainer.fit(module_class(model, loss, optimizer), train_dataloaders=loader)
     finally:
         hook.remove()
-        _restore(model, placed, probe.device)
+        _restore(model, dtypes)
     return probe.measured_row(run, timer.times, draw.record, seen, timer.peaks)
 
 
@@ -112,6 +113,11 @@ def _classes(pl):
 
         def configure_optimizers(self):
             return self._optimizer()
+
+        def cpu(self):
+            """Stays put: Lightning's teardown (after fit, or after an out-of-memory) moves the module to
+            the CPU, and the plan's next run trains this model where the probe built it."""
+            return self
 
     class StepTimer(pl.Callback):
         """(step_s, micro_batch_s, optimizer_s) of each optimizer step after the warm-up, and the peaks."""
@@ -160,15 +166,14 @@ def _tensors(model):
     return itertools.chain(model.named_parameters(), model.named_buffers())
 
 
-def _placement(model):
+def _dtypes(model):
     """The dtype of each parameter and buffer, which a "-true" precision changes."""
     return {name: t.dtype for name, t in _tensors(model)}
 
 
-def _restore(model, dtypes, device):
-    """The model back where the probe built it: Lightning's teardown moved it to the CPU, and a
-    "-true" precision cast its adapters and fp32 buffers (RoPE's inverse frequencies)."""
-    model.to(device)
+def _restore(model, dtypes):
+    """The model's dtypes as the probe built it: a "-true" precision cast its adapters and fp32
+    buffers (RoPE's inverse frequencies) for the plan's next run."""
     for name, t in _tensors(model):
         if t.dtype != dtypes[name]:
             t.data = t.data.to(dtypes[name])

@@ -75,7 +75,9 @@ def test_lightning_runs_draw_the_probes_micro_batches_of_many_lengths(torch):
     assert hf_row["new_shapes_per_step"] == 0.0  # the same order again: the process has met every shape
 
 
-def test_the_shared_model_is_given_back_where_and_as_it_was_built(torch):
+def test_the_shared_model_is_given_back_where_and_as_it_was_built(torch, monkeypatch):
+    moved = []  # Lightning's teardown moves the module to the CPU (a GPU model, in a CUDA run)
+    monkeypatch.setattr(torch.nn.Module, "cpu", lambda self: moved.append(type(self).__name__) or self)
     bf16 = dict(COMMON, micro_batch=1, steps=1, warmup_steps=0, precision="bf16")  # bf16-true casts every tensor
     _, _, (run,) = probe.load_plan(plan(bf16))
     p = probe.Probe("cpu", "default", io.StringIO(), io.StringIO())
@@ -85,7 +87,7 @@ def test_the_shared_model_is_given_back_where_and_as_it_was_built(torch):
     row = p.run(model, vocab, run)
     assert row["stack"] == "lightning" and row["precision"] == "bf16"
     after = {n: (t.dtype, t.device) for n, t in list(model.named_parameters()) + list(model.named_buffers())}
-    assert after == before
+    assert after == before and moved == []
 
 
 def test_the_stack_key_is_checked():
