@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import LLAMA, PYTHON_DIR, lorasim_validate
-from lorasim_hf import probe, probe_lightning
+from lorasim_hf import probe, probe_lightning, probe_runs
 from test_probe_shapes import expected_new_shapes, varied
 
 L = pytest.importorskip("lightning.pytorch")
@@ -73,6 +73,20 @@ def test_lightning_runs_draw_the_probes_micro_batches_of_many_lengths(torch):
     new, _ = expected_new_shapes(8, 1, 2, 1)
     assert lit_row["new_shapes_per_step"] == pytest.approx(new / 8) and new > 0
     assert hf_row["new_shapes_per_step"] == 0.0  # the same order again: the process has met every shape
+
+
+def test_a_fused_head_run_takes_its_loss_per_micro_batch_from_the_fused_head(torch, monkeypatch):
+    pytest.importorskip("trl")
+    calls, fused_loss = [], probe_runs.fused_loss
+
+    def spy(*args):
+        calls.append(args[-1])  # the accumulation it divides by: Lightning divides by the window itself
+        return fused_loss(*args)
+    monkeypatch.setattr(probe_runs, "fused_loss", spy)
+    run = dict(COMMON, micro_batch=2, accumulation=2, steps=2, warmup_steps=1, fused_lm_head=True)
+    rows, failures = probe.run_plan(plan(run), out=io.StringIO(), log=io.StringIO())
+    assert failures == 0 and rows[0]["fused_lm_head"] is True and rows[0]["stack"] == "lightning"
+    assert calls == [1] * 6  # every micro-batch of the 3 steps
 
 
 def test_the_shared_model_is_given_back_where_and_as_it_was_built(torch, monkeypatch):
