@@ -7,6 +7,8 @@ PINNED = {"torch": "2.11.0", "transformers": "5.17.0", "peft": "0.21.2"}
 # Needed by transformers' Trainer and peft, and (datasets) by the lengths helper for Parquet and
 # Arrow files; named when it is what fails to import.
 ALSO_PINNED = {"accelerate": "1.15.0", "datasets": "4.8.5"}
+# Its own extra (`lightning`), not the `hf` one: lorasim_hf.lightning and the probe's lightning runs.
+LIGHTNING_PINNED = {"lightning": "2.6.6"}
 
 
 class MissingDependency(ImportError):
@@ -14,7 +16,7 @@ class MissingDependency(ImportError):
 
 
 def pip_command(name):
-    return f"pip install {name}=={PINNED.get(name) or ALSO_PINNED[name]}"
+    return f"pip install {name}=={PINNED.get(name) or ALSO_PINNED.get(name) or LIGHTNING_PINNED[name]}"
 
 
 def require(*names):

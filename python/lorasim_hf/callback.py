@@ -206,6 +206,8 @@ class LorasimCallback(_transformers.TrainerCallback):
     is refused before the run, not lost after it.
     """
 
+    stack = "hf-peft"  # the rows' `stack`: the program that trains (LorasimRecorder's rows: lightning)
+
     def __init__(self, path, warmup_steps=2, model_name=None, lorasim=None):
         warmup_steps = whole_number("warmup_steps", warmup_steps, minimum=0)
         self.path, self.warmup_steps, self.model_name = os.fspath(path), warmup_steps, model_name
@@ -294,7 +296,7 @@ class LorasimCallback(_transformers.TrainerCallback):
         row = {"accumulation": int(args.gradient_accumulation_steps),
                "grad_ckpt": bool(args.gradient_checkpointing or getattr(base, "is_gradient_checkpointing", False)),
                "precision": model_precision(model), "autocast": bool(args.bf16 or args.fp16),
-               "allocator": allocator_from_env(), "stack": "hf-peft", "loop": "trainer",
+               "allocator": allocator_from_env(), "stack": self.stack, "loop": "trainer",
                "fused_lm_head": fused_lm_head(model)}
         row.update(self.model_columns(config))
         row.update(self._seen.columns(args, self._collator))  # micro_batch, seq_len: what the model saw

@@ -8,7 +8,7 @@ The record of what a run's timed micro-batches held gives the measurement column
 `padded_lengths` (histogram of the padded widths, `512:3;1024:13`) and `real_tokens` (their mean
 non-pad tokens), with which `lorasim validate` predicts exactly the widths that ran.
 
-torch is needed only by `collate` and `pad_features`.
+torch is needed only by `Draws`, `collate` and `pad_features`.
 """
 import collections
 import json
@@ -113,6 +113,30 @@ class WidthRecord:
         return {"collation": self.collation,
                 "padded_lengths": ";".join(f"{w}:{c}" for w, c in sorted(self.widths.items())),
                 "real_tokens": self.real_tokens / n}
+
+
+class Draws:
+    """The probe's micro-batches of a run, in the order its steps take them: random rows of
+    `seq_len` (input_ids = labels), or drawn from `lengths` (a LengthSampler) and collated. Once
+    `start_timing()` is called (with lengths) `record` is the WidthRecord of what is drawn after."""
+
+    def __init__(self, torch, micro_batch, seq_len, vocab, lengths=None):
+        self.torch, self.micro_batch, self.seq_len, self.vocab, self.lengths = torch, micro_batch, seq_len, vocab, lengths
+        self.generator = torch.Generator().manual_seed(0)
+        self.record = None
+
+    def start_timing(self):
+        if self.lengths is not None:
+            self.record = WidthRecord(self.lengths.padding)
+
+    def __call__(self):
+        if self.lengths is None:
+            ids = self.torch.randint(0, self.vocab, (self.micro_batch, self.seq_len), generator=self.generator)
+            return {"input_ids": ids, "labels": ids}
+        seqs, width = self.lengths.next(self.micro_batch)
+        if self.record is not None:
+            self.record.add(width, sum(seqs))
+        return collate(self.torch, seqs, width, self.vocab, self.generator)
 
 
 def collate(torch, lengths, width, vocab, generator):

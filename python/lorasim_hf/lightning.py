@@ -20,7 +20,7 @@ import importlib
 import importlib.util
 import types
 
-from lorasim_hf._deps import require
+from lorasim_hf._deps import pip_command, require
 from lorasim_hf.callback import LorasimCallback, model_precision, quant_flags
 from lorasim_hf.lightning_trials import trials_of
 from lorasim_hf.model_source import is_config, model_config_of
@@ -31,7 +31,7 @@ from lorasim_hf.tune_workload import Workload, collator_padding
 _torch = require("torch")
 _PACKAGES = [p for p in ("lightning.pytorch", "pytorch_lightning") if importlib.util.find_spec(p.split(".")[0])]
 if not _PACKAGES:
-    raise ImportError("lorasim_hf.lightning needs PyTorch Lightning (pip install lightning==2.6.6)")
+    raise ImportError(f"lorasim_hf.lightning needs PyTorch Lightning ({pip_command('lightning')})")
 _BASES = tuple(importlib.import_module(p).Callback for p in _PACKAGES)
 _MIXED = {"bf16-mixed": "bf16", "16-mixed": "fp16"}
 
@@ -151,15 +151,21 @@ def _data(trainer):
     return dataset, collate or _torch.utils.data.default_collate
 
 
+class _LightningRows(LorasimCallback):
+    """LorasimCallback's row, of the lightning stack: a Lightning Trainer ran the steps."""
+    stack = "lightning"
+
+
 class LorasimRecorder(*_BASES):
     """Appends one measurement row (.csv or .jsonl `path`) per fit, as `LorasimCallback` does for a
     Trainer: steady-state optimizer steps timed after `warmup_steps`, peaks, what the model saw
     (micro-batch, padded widths, collation), device and processes. The LightningModule must wrap a
-    transformers model (its config, LoRA adapter and inputs are read from it). model_name: a lorasim
+    transformers model (its config, LoRA adapter and inputs are read from it). Its rows say `stack`
+    lightning, `loop` trainer. model_name: a lorasim
     preset or config path naming the model (default: its config, stored beside the rows)."""
 
     def __init__(self, path, warmup_steps=2, model_name=None, lorasim=None):
-        self.rows = LorasimCallback(path, warmup_steps=warmup_steps, model_name=model_name, lorasim=lorasim)
+        self.rows = _LightningRows(path, warmup_steps=warmup_steps, model_name=model_name, lorasim=lorasim)
         self.args = self.model = None
 
     @property

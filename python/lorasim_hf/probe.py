@@ -1,4 +1,4 @@
-"""Short real Hugging Face + PEFT training steps for `lorasim calibrate --stack hf-peft`.
+"""Short real Hugging Face + PEFT training steps for `lorasim calibrate --stack hf-peft` (and `lightning`).
 
     python3 -m lorasim_hf.probe --plan PLAN.json
     python3 -m lorasim_hf.probe --plan PLAN.json --lengths lengths.csv --padding longest --seed 0
@@ -24,12 +24,17 @@ TRL's fused LM head as SFTTrainer does (trl.trainer.utils.add_fused_lm_head, the
 per-token log-probs, its entropy and accuracy metrics); without trl installed such runs are
 skipped: a line {"skipped": label, "why": ...} stands for each.
 
+A run's `stack` (default "hf-peft": the loop above) may be "lightning" (`lorasim calibrate --stack
+lightning`): the same built model is trained by a real Lightning `Trainer` instead, on the same
+micro-batches, and its row says `"stack": "lightning"` (lorasim_hf.probe_lightning; it needs
+lightning or pytorch_lightning, and takes no `loop` plain or --quant).
+
 stdout: one JSON Lines measurement row per run (docs/measurements.md), flushed as each ends;
 stderr: progress. `step_time_s` is the median wall time of the timed steps (synchronized), their
 mean when the widths varied; `micro_batch_time_s` likewise, `optimizer_time_s` the median (CUDA
 events on the GPU).
 Exit 0 when every run was attempted, 1 when some run failed for another reason than memory,
-2 when torch, transformers or peft is missing.
+2 when torch, transformers or peft (or, for lightning runs, Lightning) is missing.
 """
 import argparse
 import gc
@@ -39,7 +44,7 @@ import statistics
 import sys
 import time
 
-from lorasim_hf import length_batches, probe_runs
+from lorasim_hf import length_batches, probe_lightning, probe_runs
 from lorasim_hf._deps import MissingDependency, require
 from lorasim_hf.probe_quant import QUANTS, PlanError, check_quant, load_quantized, quant_columns
 from lorasim_hf.rows import check_row, json_line
@@ -95,6 +100,8 @@ class Probe:
     def run(self, model, vocab, run, lengths=None):
         """One measurement row; raises torch.cuda.OutOfMemoryError through. `lengths`: a
         length_batches.LengthSampler the micro-batches are drawn from (None: random rows of seq_len)."""
+        if run["stack"] == "lightning":
+            return probe_lightning.train(self, model, vocab, run, lengths)
         torch = self.torch
         b, a, s = run["micro_batch"], run["accumulation"], run["seq_len"]
         half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(run["precision"], torch.bfloat16)
@@ -109,19 +116,8 @@ class Probe:
         sched = self.transformers.get_scheduler("linear", opt, num_warmup_steps=0,
                                                 num_training_steps=run["warmup_steps"] + run["steps"])
         scaler = torch.amp.GradScaler(self.device) if run["autocast"] and half == torch.float16 else None
-        gen = torch.Generator().manual_seed(0)
         tr_loss = torch.zeros((), device=self.device)
-
-        record = []  # the timed steps' length_batches.WidthRecord, with --lengths
-
-        def draw():
-            if lengths is None:
-                ids = torch.randint(0, vocab, (b, s), generator=gen)
-                return {"input_ids": ids, "labels": ids}
-            seqs, width = lengths.next(b)
-            if record:
-                record[0].add(width, sum(seqs))
-            return length_batches.collate(torch, seqs, width, vocab, gen)
+        draw = length_batches.Draws(torch, b, s, vocab, lengths)
 
         def forward(batch, n_items):
             inputs = {k: v.to(self.device) for k, v in batch.items()}
@@ -183,39 +179,52 @@ class Probe:
                 return t2 - t0, ev[0].elapsed_time(ev[1]) / 1e3 / a, ev[1].elapsed_time(ev[2]) / 1e3
             return t2 - t0, (t1 - t0) / a, t2 - t1
 
-        if self.cuda:  # the peak covers this run alone, not what an earlier run left cached
-            torch.cuda.empty_cache()
-        # Which micro-batches meet a shape this process has not trained on (lorasim_hf.seen): the
-        # kernels' choice per shape is cached per process, for models of one width alike.
-        seen = SeenBatches(torch, shapes=self._shapes.setdefault(probe_runs.shape_key(run), set()))
-        hook = model.register_forward_pre_hook(seen, with_kwargs=True)
+        seen, hook = self.watch(model, run)
         try:
             for _ in range(run["warmup_steps"]):
                 step()
             if self.cuda:
                 torch.cuda.reset_peak_memory_stats()
-            if lengths is not None:
-                record.append(length_batches.WidthRecord(lengths.padding))
+            draw.start_timing()
             seen.active = True
             times = [step() for _ in range(run["steps"])]
         finally:
             hook.remove()
+        return self.measured_row(run, times, draw.record, seen, self.peaks())
+
+    def watch(self, model, run):
+        """(SeenBatches, its hook on `model`) for a run about to start, with the CUDA cache emptied."""
+        if self.cuda:  # the peak covers this run alone, not what an earlier run left cached
+            self.torch.cuda.empty_cache()
+        # Which micro-batches meet a shape this process has not trained on (lorasim_hf.seen): the
+        # kernels' choice per shape is cached per process, for models of one width alike.
+        seen = SeenBatches(self.torch, shapes=self._shapes.setdefault(probe_runs.shape_key(run), set()))
+        return seen, model.register_forward_pre_hook(seen, with_kwargs=True)
+
+    def peaks(self):
+        """Peak allocated and reserved bytes since the last reset (none without CUDA)."""
+        if not self.cuda:
+            return {}
+        return {"peak_allocated_bytes": self.torch.cuda.max_memory_allocated(),
+                "peak_reserved_bytes": self.torch.cuda.max_memory_reserved()}
+
+    def measured_row(self, run, times, record, seen, peaks):
+        """The row of a run's timed steps: `times` [(step_s, micro_batch_s, optimizer_s)], `record` the
+        length_batches.WidthRecord of their micro-batches (None: random rows of seq_len)."""
+        b, a, s = run["micro_batch"], run["accumulation"], run["seq_len"]
         row = self.workload_row(run)
         if record:
-            row.update(record[0].columns(), seq_len=record[0].largest())
+            row.update(record.columns(), seq_len=record.largest())
         else:  # random tokens of one length: every timed micro-batch b x s, all real
-            row.update(collation="fixed", padded_lengths={s: run["steps"] * a}, real_tokens=float(b * s))
+            row.update(collation="fixed", padded_lengths={s: len(times) * a}, real_tokens=float(b * s))
         # One shape: the median step is the steady state. Many widths: the mean, which is what a
         # prediction from the widths gives, with what the new shapes among them cost (as LorasimCallback).
-        varying = bool(record) and len(record[0].widths) > 1
+        varying = bool(record) and len(record.widths) > 1
         centre = statistics.fmean if varying else statistics.median
         row.update(oom=False, step_time_s=centre(t[0] for t in times),
                    micro_batch_time_s=centre(t[1] for t in times),
                    optimizer_time_s=statistics.median(t[2] for t in times),
-                   new_shapes_per_step=seen.new_shapes / len(times) if varying else 0.0)
-        if self.cuda:
-            row.update(peak_allocated_bytes=torch.cuda.max_memory_allocated(),
-                       peak_reserved_bytes=torch.cuda.max_memory_reserved())
+                   new_shapes_per_step=seen.new_shapes / len(times) if varying else 0.0, **peaks)
         return row
 
     def workload_row(self, run):
@@ -223,7 +232,7 @@ class Probe:
                 "micro_batch": run["micro_batch"], "accumulation": run["accumulation"],
                 "grad_ckpt": bool(run["grad_ckpt"]), "lora_rank": run["lora_rank"],
                 "lora_alpha": float(run["lora_alpha"]), "lora_targets": run["lora_targets"],
-                "precision": run["precision"], "stack": "hf-peft", "attn_impl": run["attn_impl"],
+                "precision": run["precision"], "stack": run["stack"], "attn_impl": run["attn_impl"],
                 "lora_dropout": float(run["lora_dropout"]), "allocator": self.allocator,
                 "autocast": bool(run["autocast"]), "fused_lm_head": bool(run["fused_lm_head"]),
                 "loop": "plain" if run["loop"] == "plain" else "probe", **self.quant_columns(run)}
@@ -240,7 +249,7 @@ class Probe:
 def label(run):
     return (f"{run['model']} L={run['num_layers'] or 'all'} s={run['seq_len']} b={run['micro_batch']} "
             f"a={run['accumulation']}{' ckpt' if run['grad_ckpt'] else ''}{' fused-head' if run['fused_lm_head'] else ''}"
-            f"{' lengths' if run['lengths'] else ''}")
+            f"{' lengths' if run['lengths'] else ''}{' lightning' if run['stack'] == 'lightning' else ''}")
 
 
 def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none", double_quant=True):
@@ -255,6 +264,10 @@ def run_plan(plan, out=sys.stdout, log=sys.stderr, lengths=None, quant="none", d
     if "torch" in sys.modules and device == "cuda":
         print("probe: torch was imported before the plan set the allocator; it may not apply", file=log)
     set_allocator(allocator)
+    if any(r["stack"] == "lightning" for r in runs):
+        if quant != "none":
+            raise PlanError("--quant is for hf-peft runs only; the plan has lightning runs (calibrate them apart)")
+        probe_lightning.package()  # missing: one line before any run; imported before Probe freezes the gc
     probe = Probe(device, allocator, out, log, quant, double_quant)
     t_imports = time.perf_counter() - t_start
     order, groups = [], {}

@@ -1,4 +1,4 @@
-"""The probe's plan: the runs `lorasim calibrate --stack hf-peft` asks lorasim_hf.probe to train,
+"""The probe's plan: the runs `lorasim calibrate --stack hf-peft|lightning` asks lorasim_hf.probe to train,
 checked and completed with their defaults, and each run's config as transformers builds it."""
 import json
 import os
@@ -12,13 +12,16 @@ from lorasim_hf.targets import peft_target_modules
 RUN_DEFAULTS = {"num_layers": None, "accumulation": 1, "steps": 3, "warmup_steps": 1, "grad_ckpt": False,
                 "lora_rank": 16, "lora_alpha": 32.0, "lora_targets": "all", "lora_dropout": 0.0,
                 "precision": "bf16", "autocast": True, "attn_impl": "sdpa",
-                "loop": "trainer",
+                "loop": "trainer", "stack": "hf-peft",
                 # the plan's own data of many lengths and TRL's fused LM head (docs/lengths.md)
                 "fused_lm_head": False, "lengths": None, "padding": "longest", "lengths_seed": 0}
 # "trainer": the step transformers' Trainer runs; "plain": the loop most scripts write --
 # model(input_ids, labels=...), loss / accumulation, backward, torch.optim.AdamW's default
 # (foreach) step, zero_grad -- with no fp32 output copies, clipping, NaN check or scheduler.
 LOOPS = ("trainer", "plain")
+# Who runs the step: "hf-peft" the probe's own loop (above); "lightning" a Lightning Trainer
+# (lorasim_hf.probe_lightning) training the same model.
+STACKS = ("hf-peft", "lightning")
 RUN_REQUIRED = ("model", "hf_config", "seq_len", "micro_batch")
 # Config keys that name files, code or a load-time dtype, not the architecture.
 _DROPPED_CONFIG_KEYS = ("torch_dtype", "dtype", "auto_map", "quantization_config", "transformers_version",
@@ -65,6 +68,10 @@ def load_plan(source):
             raise PlanError(f"{where}: num_layers must be null or a whole number >= 1")
         if run["loop"] not in LOOPS:
             raise PlanError(f"{where}: loop must be one of {', '.join(LOOPS)}, got {run['loop']!r}")
+        if run["stack"] not in STACKS:
+            raise PlanError(f"{where}: stack must be one of {', '.join(STACKS)}, got {run['stack']!r}")
+        if run["stack"] == "lightning" and run["loop"] != "trainer":
+            raise PlanError(f"{where}: a lightning run's loop is Lightning's; drop loop={run['loop']!r} or the stack")
         if run["precision"] not in ("bf16", "fp16", "fp32"):
             raise PlanError(f"{where}: precision must be bf16, fp16 or fp32")
         try:

@@ -53,10 +53,18 @@ def load_quantized(probe, model, run, dtype):
     return peft.prepare_model_for_kbit_training(model)
 
 
+def fused_adamw(run):
+    """Whether the run's AdamW is fused: Trainer's default is; the plain loop's default is not, nor a
+    lightning run's under mixed precision (Lightning refuses to clip the gradients of an optimizer
+    that could unscale them itself, a fused one)."""
+    lightning_mixed = run["stack"] == "lightning" and run["autocast"]
+    return run["loop"] != "plain" and not lightning_mixed
+
+
 def quant_columns(quant, run, double_quant=True):
-    """The row's quant and optim columns: the probe's optimizer is torch's AdamW (fused, as Trainer's
-    default, unless the plain loop); a quantized base is QLoRA's recipe, prepared."""
-    row = {"optim": "adamw_torch" if run["loop"] == "plain" else "adamw_torch_fused", "quant": quant}
+    """The row's quant and optim columns: the probe's optimizer is torch's AdamW (fused_adamw); a
+    quantized base is QLoRA's recipe, prepared."""
+    row = {"optim": "adamw_torch_fused" if fused_adamw(run) else "adamw_torch", "quant": quant}
     if quant != "none":
         row.update(double_quant=quant != "int8" and double_quant, kbit_prepare=True)
     return row

@@ -30,7 +30,7 @@ _INTS = {"num_layers", "seq_len", "micro_batch", "accumulation", "lora_rank", "p
 _FLOATS = {"lora_alpha", "step_time_s", "micro_batch_time_s", "host_time_s", "device_time_s", "optimizer_time_s",
            "lora_dropout", "real_tokens", "new_shapes_per_step"}
 _BOOLS = {"grad_ckpt", "oom", "autocast", "fused_lm_head", "double_quant", "kbit_prepare"}
-_CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim"),
+_CHOICES = {"precision": ("bf16", "fp16", "fp32"), "stack": ("hf-peft", "lorasim", "lightning"),
             "attn_impl": ("sdpa", "eager", "flash_attention_2"), "allocator": ("default", "expandable"),
             "loop": ("trainer", "plain", "probe"), "quant": ("none", "nf4", "fp4", "int8"),
             "optim": ("adamw_torch", "adamw_torch_fused", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_bnb_8bit")}

@@ -96,7 +96,7 @@ def test_probe_refuses_quant_on_the_cpu_and_without_bitsandbytes(monkeypatch):
 
 def test_probe_rows_say_the_double_quantization_it_ran_with():
     from lorasim_hf.probe_quant import quant_columns
-    run = {"loop": "probe"}
+    run = {"loop": "probe", "stack": "hf-peft", "autocast": True}
     assert quant_columns("nf4", run) == {"optim": "adamw_torch_fused", "quant": "nf4", "double_quant": True,
                                          "kbit_prepare": True}
     assert quant_columns("nf4", run, False)["double_quant"] is False
