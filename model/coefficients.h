@@ -44,6 +44,9 @@ struct Features {
   double recompute_bytes = 0;        ///< one checkpointed block rebuilt in backward
   double logits_buffer_bytes = 0;    ///< one logits tensor (the allocator's worst slack)
   double family_memory_error = 0;    ///< model/architecture.h: the worst case's share for a new family
+  /// 1 where the step runs an option whose counts were seen to miss more (checkpointing, LoRA
+  /// dropout, no autocast): the worst case adds worst_case_margin_options there; else 0.
+  double worst_case_options = 0;
   /// Stored bytes of a quantized base's projections dequantized per micro-batch (forward passes
   /// and backward; model/quant_memory.h). Independent of the micro-batch; 0 for a float base.
   double dequant_weight_bytes = 0;
@@ -71,6 +74,7 @@ inline constexpr double Features::*kPerMicroBatch[] = {
 inline constexpr double Features::*kPerWorkload[] = {
     &Features::gemm_flops_per_token, &Features::host_ops,         &Features::recompute_ops,
     &Features::loss_tile_bytes_per_token, &Features::loss_tile_tokens, &Features::family_memory_error,
+    &Features::worst_case_options,
     &Features::dequant_weight_bytes, &Features::quant_linear_calls, &Features::static_bytes,
     &Features::lora_tensors,         &Features::trainable_params, &Features::allocated_bytes,
 };
@@ -107,6 +111,7 @@ struct Coefficients {
   double expected_time_error = 0.5, expected_memory_error = 0.2;
   double host_spread = 0, device_spread = 0;  ///< the step-time range's relative deviations
   double worst_case_margin = 0;               ///< share of the variable memory the worst case adds
+  double worst_case_margin_options = 0;       ///< added to it where Features::worst_case_options is 1
   double worst_case_bytes = 0;                ///< bytes the worst case adds whatever the micro-batch
   /// Data of many lengths (simulator/lengths_sim.h): seconds a micro-batch of a shape new to the
   /// process adds, and the caching allocator's extra hold under varying shapes as a share of the

@@ -120,11 +120,20 @@ MemoryEstimate peak_memory(const Features& f, const StackModel& m) {
   // unknown bytes whole. No extra logits tensor: a cached block the allocator cannot reuse is
   // released and the allocation retried before an out-of-memory is reported, so at the memory
   // limit it costs nothing (docs/cost-model.md, "Worst case").
-  const double margin = std::max({c.worst_case_margin, m.prior.memory, f.family_memory_error});
+  const double margin = std::max(
+      {c.worst_case_margin + c.worst_case_margin_options * f.worst_case_options, m.prior.memory, f.family_memory_error});
   e.variable_bytes = std::max(0.0, e.peak_reserved_bytes - f.static_bytes);
   e.worst_reserved_bytes =
       e.peak_reserved_bytes + margin * e.variable_bytes + c.worst_case_bytes + m.prior.memory_bytes;
   return e;
+}
+
+bool runs_worst_case_options(const Workload& w) {
+  return w.train.grad_ckpt || w.stack.lora_dropout > 0 || !w.stack.autocast || w.train.quantized();
+}
+
+double worst_case_share(const Coefficients& c, const Workload& w) {
+  return c.worst_case_margin + (runs_worst_case_options(w) ? c.worst_case_margin_options : 0.0);
 }
 
 OptimizerTime optimizer_time(const Features& f, const StackModel& m) {

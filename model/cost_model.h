@@ -79,6 +79,13 @@ double head_device_s(const Features& f, const Coefficients& c, double rate_scale
 /// Time of one micro-batch from its features.
 MicroBatchTime micro_batch_time(const Features& f, const StackModel& m, Precision p);
 MemoryEstimate peak_memory(const Features& f, const StackModel& m);
+/// Whether `w` runs an option whose counts were seen to miss more (checkpointing, LoRA dropout,
+/// a step without autocast, a quantized base): its worst case adds worst_case_margin_options.
+/// Data of varying shapes is another (simulator/lengths_sim.h adds it there).
+bool runs_worst_case_options(const Workload& w);
+/// The stack's share of the variable memory the worst case adds for `w` (a prior's or a new
+/// family's may be larger: peak_memory takes the largest).
+double worst_case_share(const Coefficients& c, const Workload& w);
 /// The optimizer of a workload with these features (its adapter tensors and parameters).
 OptimizerTime optimizer_time(const Features& f, const StackModel& m);
 

@@ -1,6 +1,7 @@
 // The features every stack shares the shape of, and the registry of stack objects.
 #include "model/training_stack.h"
 
+#include "model/cost_model.h"
 #include "model/error.h"
 #include "model/quant_memory.h"
 #include "model/stacks/hf_peft_stack.h"
@@ -28,6 +29,7 @@ Features TrainingStack::features(const Workload& w, int64_t micro_batch) const {
   f.recompute_bytes = act.recompute_bytes;
   f.logits_buffer_bytes = act.logits_buffer_bytes;
   f.family_memory_error = family_memory_error(w.arch);
+  f.worst_case_options = runs_worst_case_options(w) ? 1.0 : 0.0;
   f.dequant_weight_bytes = dequantized_weight_bytes(w);
   f.quant_linear_calls = quantized_linear_calls(w);
   f.tokens = static_cast<double>(micro_batch) * static_cast<double>(w.train.seq_len);

@@ -125,15 +125,18 @@ void set_epoch_range(const Split& s, LengthFigures& f) {
   f.epoch_time_high_s = f.epoch_time_s + steps * (s.step_time_high_s - s.step_time_s) + f.cold_start_s;
 }
 
-void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
+void set_worst_micro_batch_memory(const model::Coefficients& c, const model::Workload& w, model::AllocatorMode allocator,
                                   const model::MemoryEstimate& worst, double activations, bool varying, Split& s) {
+  const double options =
+      varying && !model::runs_worst_case_options(w) ? c.worst_case_margin_options * worst.variable_bytes : 0.0;
+  const double fixed_shape_worst = worst.worst_reserved_bytes + options;
   s.peak_allocated_bytes = worst.peak_allocated_bytes;
   s.peak_reserved_bytes = worst.peak_reserved_bytes + (varying ? varying_shape_share(c, allocator, false) * activations : 0);
-  s.worst_reserved_bytes = worst.worst_reserved_bytes + (varying ? varying_shape_share(c, allocator, true) * activations : 0);
+  s.worst_reserved_bytes = fixed_shape_worst + (varying ? varying_shape_share(c, allocator, true) * activations : 0);
   s.needed_bytes = s.worst_reserved_bytes;
   if (varying && allocator == model::AllocatorMode::default_segments && c.varying_need_default > 0) {
     const double at_limit =
-        std::max(worst.worst_reserved_bytes, worst.peak_allocated_bytes + c.varying_need_default * activations);
+        std::max(fixed_shape_worst, worst.peak_allocated_bytes + c.varying_need_default * activations);
     s.needed_bytes = std::min(s.worst_reserved_bytes, at_limit);
   }
 }
@@ -289,7 +292,7 @@ GpuStep LengthsSource::step(int64_t b, int64_t a, std::mt19937_64& rng) {
   const model::MemoryEstimate m = costs_.at(f.worst_padded_length_tokens).memory(b);
   g.worst_memory = m;
   f.activation_bytes = std::max(0.0, m.peak_allocated_bytes - costs_.static_bytes());
-  set_worst_micro_batch_memory(coef, r_.workload.stack.allocator, m, f.activation_bytes, varying_, s);
+  set_worst_micro_batch_memory(coef, r_.workload, r_.workload.stack.allocator, m, f.activation_bytes, varying_, s);
   f.varying_shape_bytes = s.peak_reserved_bytes - m.peak_reserved_bytes;
   f.varying_shape_worst_bytes = s.worst_reserved_bytes - m.worst_reserved_bytes;
   return g;

@@ -38,7 +38,9 @@ double varying_shape_share(const model::Coefficients& c, model::AllocatorMode al
 /// varying shapes needs the allocated peak plus the profile's varying_need_default share of the
 /// activations -- never less than the fixed-shape worst case, never more than the unbounded hold
 /// (worst_reserved_bytes, which it is for expandable segments, one shape, or a share of 0).
-void set_worst_micro_batch_memory(const model::Coefficients& c, model::AllocatorMode allocator,
+/// Shapes that vary are one of the options whose counts missed more: their worst case adds the
+/// stack's worst_case_margin_options where `w`'s own options did not already.
+void set_worst_micro_batch_memory(const model::Coefficients& c, const model::Workload& w, model::AllocatorMode allocator,
                                   const model::MemoryEstimate& worst, double activations, bool varying, Split& s);
 
 /// Whether micro-batches of `d` padded by `p` can take more than one shape.

@@ -59,12 +59,16 @@ std::string data_parallel_text(const Result& res, const model::HardwareModel& hw
 }
 
 std::string stack_memory_text(const Note& n, const Request& r) {
-  const double share = n.values[0], bytes = n.values[1], prior_bytes = n.values[2];
+  const double share = n.values[0], bytes = n.values[1], prior_bytes = n.values[2], with_options = n.values[3];
+  const std::string options =
+      with_options > share ? ", " + percent(with_options) +
+                                 " with checkpointing, LoRA dropout, no autocast, a quantized base or shapes that vary"
+                           : "";
   return model::training_stack(r.workload.stack.kind)
       .memory_note(r.workload.stack, r.hardware.overlap == model::Overlap::max,
                    percent(share) +
-                       " of the variable memory (what the count was seen to miss; weights and optimizer state are "
-                       "exact) plus " + mib(bytes) +
+                       " of the variable memory (what the count was seen to miss" + options +
+                       "; weights and optimizer state are exact) plus " + mib(bytes) +
                        (prior_bytes > 0 ? " (with the " + r.hardware.name + " prior's device term, which no datasheet gives)"
                                         : ""));
 }

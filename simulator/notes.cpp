@@ -18,10 +18,14 @@ std::vector<Note> notes_of(const Request& r, const model::StackModel& m, const R
   if (!r.hardware.calibrated) add(NoteKind::prior_profile, {m.prior.time > 0 ? 1.0 : 0.0});
   if (!r.hardware.bf16_supported && r.workload.train.precision == model::Precision::fp16) add(NoteKind::no_bf16);
   if (!r.hardware.origin(r.workload.stack.kind).calibrated) add(NoteKind::stack_prior, {c.expected_time_error});
-  add(NoteKind::stack_memory, {std::max(m.prior.memory, c.worst_case_margin), c.worst_case_bytes + m.prior.memory_bytes,
-                                m.prior.memory_bytes});
+  const double share = model::worst_case_share(c, r.workload);
+  // The share where a split runs what this workload does not (checkpointing under recommend's
+  // auto, shapes that vary): said beside the workload's own.
+  const double with_options = std::max(m.prior.memory, c.worst_case_margin + c.worst_case_margin_options);
+  add(NoteKind::stack_memory, {std::max(m.prior.memory, share), c.worst_case_bytes + m.prior.memory_bytes,
+                                m.prior.memory_bytes, with_options});
   const double family = model::family_memory_error(r.workload.arch);
-  if (family > std::max(m.prior.memory, c.worst_case_margin)) add(NoteKind::family_memory, {family});
+  if (family > std::max(m.prior.memory, share)) add(NoteKind::family_memory, {family});
   if (r.workload.train.precision != r.hardware.coefficients_precision) add(NoteKind::precision_scaled);
   const model::AllocatorMode allocator = r.workload.stack.allocator;
   if (facts.lengths && facts.varying && varying_shape_share(c, allocator, false) > 0)

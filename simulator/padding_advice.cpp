@@ -55,7 +55,7 @@ void allocator_advice(const Request& r, const LengthsResult& res, const std::vec
   std::optional<size_t> first;
   for (size_t i = 0; i < steps.size(); ++i) {
     Split s;
-    set_worst_micro_batch_memory(coef, model::AllocatorMode::expandable, steps[i].worst_memory,
+    set_worst_micro_batch_memory(coef, r.workload, model::AllocatorMode::expandable, steps[i].worst_memory,
                                  res.lengths[i].activation_bytes, varying, s);
     if (!(s.needed_bytes + delta <= res.result.usable_memory_bytes)) continue;
     // The fastest that fits; on equal time the earlier, as the ranking keeps it.

@@ -86,7 +86,8 @@ GpuStep widths_step(const Request& r, int64_t micro_batch, const model::PaddedWi
   check_byte_count(m, b, largest);
   g.worst_memory = m;
   const double activations = std::max(0.0, m.peak_allocated_bytes - costs.static_bytes());
-  set_worst_micro_batch_memory(at_largest.model().c, r.workload.stack.allocator, m, activations, widths.size() > 1, s);
+  set_worst_micro_batch_memory(at_largest.model().c, r.workload, r.workload.stack.allocator, m, activations,
+                               widths.size() > 1, s);
   return g;
 }
 

@@ -302,7 +302,9 @@ class Run:
 
 
 def worker(name, out, deadline, a):
-    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # for the deterministic phases; set alike for every phase
+    # No CUBLAS_WORKSPACE_CONFIG: users do not set it, and ":4096:8" made an H100's host time per
+    # micro-batch 45-50% longer (bench/results/h100/README.md, loop-overhead). One stream's GEMMs
+    # repeat without it; the identical phase says whether the bits did.
     run = Run(name, out, deadline, a)
     if a.control_split:
         return run.control_phase(parse_split(a.control_split))

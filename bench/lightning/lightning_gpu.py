@@ -215,7 +215,7 @@ class Cell:
             recorder = LorasimRecorder(self.rows, warmup_steps=2, lorasim=self.a.lorasim)
             try:
                 module = self.module(b)
-                trainer = self.trainer(a, TRUTH_STEPS, [timer, recorder])
+                trainer = self.trainer(a, self.a.truth_steps, [timer, recorder])
                 if self.cuda:
                     self.torch.cuda.reset_peak_memory_stats()
                 trainer.fit(module)
@@ -301,7 +301,9 @@ def adapters(module):
 
 
 def worker(name, out_dir, deadline, a):
-    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # for the deterministic phase; set alike for every phase
+    # No CUBLAS_WORKSPACE_CONFIG: users do not set it, and ":4096:8" made an H100's host time per
+    # micro-batch 45-50% longer (bench/results/h100/README.md, loop-overhead). One stream's GEMMs
+    # repeat without it; the identical phase says whether the bits did.
     cell = Cell(name, out_dir, deadline, a)
     phases = a.phases.split(",")
     order = ["tune", "truth"] if a.tune_first else ["truth", "tune"]
@@ -328,6 +330,8 @@ def main():
     ap.add_argument("--profile", help="a profile TOML the tuner starts from instead of --gpu "
                     "(e.g. bench/hf/profiles/h200-2x-slow.toml)")
     ap.add_argument("--max-trial-steps", type=int, default=10)
+    ap.add_argument("--truth-steps", type=int, default=TRUTH_STEPS,
+                    help="optimizer steps per truth split (the first two untimed); 16: an epoch of 256 sequences at B=16")
     ap.add_argument("--dataset-size", type=int, help="sequences in the dataset (default 256; --smoke 48)")
     ap.add_argument("--attn", default="sdpa", help="attn_implementation of every model (sdpa, eager)")
     ap.add_argument("--precision", help="Lightning precision (default bf16-mixed; --smoke 32-true)")

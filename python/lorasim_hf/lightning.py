@@ -123,7 +123,7 @@ class LorasimTuner(*_BASES):
             autocast=mixed is not None, grad_ckpt=bool(getattr(base, "is_gradient_checkpointing", False)),
             bf16_because=because, dataset=dataset, seed=0, padding=collator_padding(collate),
             quant=quant_flags(model) if model is not None else ({}, []), model_flags=flags,
-            fp16_hint='train in fp16 (precision="16-mixed" with fp32 weights)')
+            fp16_hint='train in fp16 (precision="16-mixed" with fp32 weights)', stack="lightning")
 
 
 def _weights_precision(module):

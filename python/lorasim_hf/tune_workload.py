@@ -106,10 +106,11 @@ class Workload:
 
     def describe(self, model, directory, *, effective_batch, precision, autocast, grad_ckpt, bf16_because, dataset,
                  seed, padding, cap=None, fused=False, quant=({}, []), model_flags=None,
-                 fp16_hint="train in fp16 (fp16=True, bf16=False, fp32 or fp16 weights)"):
+                 fp16_hint="train in fp16 (fp16=True, bf16=False, fp32 or fp16 weights)", stack="hf-peft"):
         """model: the (PEFT) transformers model trained, or None with model_flags (["--model", preset] or
         ["--model-config", path]); bf16_because: what makes the training bf16, or None; fp16_hint: how
-        to train in fp16 instead, in the framework's words."""
+        to train in fp16 instead, in the framework's words; stack: lorasim's stack of the program
+        (hf-peft: Trainer and SFTTrainer; lightning: a Lightning Trainer)."""
         self.effective_batch, self.fp16_hint = effective_batch, fp16_hint
         self.grad_ckpt = bool(grad_ckpt)
         if model_flags is None:
@@ -118,13 +119,13 @@ class Workload:
             model_flags = ["--model-config", self.config_path]
         lora = lora_columns(model) if model is not None else {}
         self.row = {"model": model_flags[1], "grad_ckpt": self.grad_ckpt, "precision": precision,
-                    "autocast": bool(autocast), "allocator": allocator_from_env(), "stack": "hf-peft",
+                    "autocast": bool(autocast), "allocator": allocator_from_env(), "stack": stack,
                     "loop": "trainer", "fused_lm_head": bool(fused), **lora}
         attn = getattr(getattr(base_model(model), "config", None), "_attn_implementation", None)
         if attn in _ATTN:
             self.row["attn_impl"] = attn
         self.bf16_because = bf16_because
-        flags = model_flags + ["--stack", "hf-peft", "--precision", precision, "--autocast", _tf(autocast),
+        flags = model_flags + ["--stack", stack, "--precision", precision, "--autocast", _tf(autocast),
                                "--allocator", self.row["allocator"], "--fused-lm-head", _tf(fused)]
         # Said either way: recommend weighs both settings when none is given, and a trial row then
         # stands for one of two splits of its micro-batch.

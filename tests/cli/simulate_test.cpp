@@ -422,7 +422,7 @@ TEST(SimulateCliErrorTest, PlotIntoAMissingDirectoryFailsBeforeAnyWork) {
 
 TEST(SimulateTest, ANewModelFamilysWorstCaseCarriesItsUncalibratedAllocatorLine) {
   // Gemma 2's reserved line was never calibrated: its worst case adds 12% of the variable memory
-  // (model/architecture.h, kNewFamilyMemoryError) and a note says why; Qwen3's keeps the stack's 10%.
+  // (model/architecture.h, kNewFamilyMemoryError) and a note says why; Qwen3's keeps the stack's 4%.
   // The splits of one workload share their static memory, so the share is the slope of the
   // worst case's excess over the peak against the peak: worst - peak = m (peak - static) + bytes.
   auto margin = [](const json& j) {
@@ -440,7 +440,7 @@ TEST(SimulateTest, ANewModelFamilysWorstCaseCarriesItsUncalibratedAllocatorLine)
   ASSERT_EQ(gemma["splits"].size(), 3u);
   ASSERT_EQ(qwen["splits"].size(), 3u);
   EXPECT_NEAR(margin(gemma), 0.12, 1e-6);  // byte counts in JSON are whole numbers
-  EXPECT_NEAR(margin(qwen), 0.10, 1e-6);
+  EXPECT_NEAR(margin(qwen), 0.04, 1e-6);
   EXPECT_NE(gemma["notes"].dump().find("model_type gemma2"), std::string::npos) << gemma["notes"].dump();
   EXPECT_NE(gemma["notes"].dump().find("the worst case adds 12% of the variable memory"), std::string::npos)
       << gemma["notes"].dump();

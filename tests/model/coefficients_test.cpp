@@ -79,7 +79,8 @@ TEST(CoefficientsTest, TheRunnersSpreadsAndWorstCaseMarginAreItsExpectedErrorsAn
   // expected memory error: changing the one leaves the other.
   hw.value("expected_memory_error", StackKind::hf_peft) = 0.07;
   const Coefficients hf = resolve(hw, StackKind::hf_peft);
-  EXPECT_EQ(hf.worst_case_margin, 0.10);
+  EXPECT_EQ(hf.worst_case_margin, 0.04);
+  EXPECT_EQ(hf.worst_case_margin_options, 0.06);
   EXPECT_EQ(hf.worst_case_bytes, 256.0 * 1024 * 1024);
   hw.value("worst_case_margin", StackKind::hf_peft) = 0.07;
   EXPECT_EQ(resolve(hw, StackKind::hf_peft).worst_case_margin, 0.07);

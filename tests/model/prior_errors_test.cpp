@@ -64,9 +64,9 @@ TEST(PriorErrorsTest, APriorsRangeIsItsExpectedTimeErrorAndItsWorstCaseAddsItsMe
   const model::MemoryEstimate m = prior.memory(4), c = known.memory(4);
   EXPECT_EQ(m.peak_reserved_bytes, c.peak_reserved_bytes);
   EXPECT_EQ(m.variable_bytes, c.variable_bytes);
-  // Calibrated: the stack's 10% of the variable memory and its 256 MiB.
-  EXPECT_DOUBLE_EQ(c.worst_reserved_bytes, c.peak_reserved_bytes + 0.10 * c.variable_bytes + kHfWorstCaseBytes);
-  // The prior: its 40% (above the stack's 10%) of the variable memory, and its device term whole.
+  // Calibrated: the stack's 4% of the variable memory and its 256 MiB.
+  EXPECT_DOUBLE_EQ(c.worst_reserved_bytes, c.peak_reserved_bytes + 0.04 * c.variable_bytes + kHfWorstCaseBytes);
+  // The prior: its 40% (above the stack's 4%) of the variable memory, and its device term whole.
   EXPECT_DOUBLE_EQ(m.worst_reserved_bytes,
                    m.peak_reserved_bytes + 0.4 * m.variable_bytes + kHfWorstCaseBytes + kDeviceTermBytes);
 }
@@ -94,7 +94,7 @@ TEST(PriorErrorsTest, TheyStayOutOfTheCoefficientsAFitStoresBack) {
   EXPECT_EQ(m.c.host_spread, 0.20);
   EXPECT_EQ(m.c.device_spread, 0.10);
   // The stack's own measured margin and bytes, not the prior's 40% and 2 GiB.
-  EXPECT_EQ(m.c.worst_case_margin, 0.10);
+  EXPECT_EQ(m.c.worst_case_margin, 0.04);
   EXPECT_EQ(m.c.worst_case_bytes, kHfWorstCaseBytes);
   EXPECT_EQ(m.prior.memory, 0.4);
   EXPECT_EQ(m.prior.memory_bytes, kDeviceTermBytes);
