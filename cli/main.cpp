@@ -65,7 +65,8 @@ void usage(std::ostream& out) {
          "lorasim predicts step time and peak memory of LoRA fine-tuning for every split of an\n"
          "effective batch into micro-batch x gradient accumulation, and recommends the fastest\n"
          "split that fits on the GPU -- for the program you train with: Hugging Face Trainer /\n"
-         "TRL SFTTrainer + PEFT (--stack hf-peft, the default) or lorasim's LibTorch runner.\n\ncommands:\n";
+         "TRL SFTTrainer + PEFT (--stack hf-peft, the default), PyTorch Lightning over the same\n"
+         "PEFT model (--trainer lightning) or lorasim's LibTorch runner.\n\ncommands:\n";
   for (const auto& c : kCommands) {
     std::string n = c.name;
     out << "  " << n << std::string(12 - n.size(), ' ') << c.summary << "\n";
