@@ -745,7 +745,7 @@ def parameter_dtypes(model):
 
 def lora_info(model):
     try:
-        from lorasim_hf.callback import lora_columns, fused_lm_head
+        from lorasim_hf.model_columns import lora_columns, fused_lm_head
         return dict(lora_columns(model), fused_lm_head=fused_lm_head(model))
     except Exception as e:  # the row still has what was measured
         return {"error": str(e)}

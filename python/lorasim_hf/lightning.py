@@ -21,7 +21,8 @@ import importlib.util
 import types
 
 from lorasim_hf._deps import pip_command, require
-from lorasim_hf.callback import LorasimCallback, model_precision, quant_flags
+from lorasim_hf.callback import LorasimCallback
+from lorasim_hf.model_columns import model_precision, quant_flags
 from lorasim_hf.lightning_trials import trials_of
 from lorasim_hf.model_source import is_config, model_config_of
 from lorasim_hf.recommend import LorasimError, is_config_path

@@ -248,11 +248,11 @@ def quantization_config(model, effective_batch, seq_len, gpu=None, profile=None,
 
 
 def _model_quant_options(model, options):
-    """What a quantized model says of itself (lorasim_hf.callback.quant_columns: PEFT's
+    """What a quantized model says of itself (lorasim_hf.model_columns.quant_columns: PEFT's
     prepare_model_for_kbit_training is seen in its fp32 embeddings), for the options not given."""
     if model_config_of(model) is None or is_config(model):
         return options
-    from lorasim_hf.callback import quant_columns  # a model: torch is there
+    from lorasim_hf.model_columns import quant_columns  # a model: torch is there
     row = quant_columns(model)
     if row.get("quant", "none") == "none":
         return options

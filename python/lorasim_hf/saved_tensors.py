@@ -269,7 +269,7 @@ def lorasim_peaks(config_path, micro_batches, *, seq_len, precision, autocast, a
 def compare_with_lorasim(args, cfg, base_profile, lorasim=None):
     """The forward's saved bytes at micro-batches b and 2b, measured, and lorasim's peak allocated
     at both under the unit profile: their growths are both what b more sequences save."""
-    from lorasim_hf.callback import write_config
+    from lorasim_hf.model_source import write_config
     b = args.micro_batch
     measured = {}
     for mb in (b, 2 * b):

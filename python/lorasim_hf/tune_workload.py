@@ -10,8 +10,9 @@ import os
 import random
 from collections import Counter
 
-from lorasim_hf.callback import (allocator_from_env, fused_lm_head, lora_columns, model_precision, quant_flags,
-                                 write_config, _ATTN)
+from lorasim_hf.model_columns import (_ATTN, allocator_from_env, fused_lm_head, lora_columns, model_precision,
+                                      quant_flags)
+from lorasim_hf.model_source import write_config
 from lorasim_hf.recommend import LorasimError
 from lorasim_hf.tune_worst import input_ids
 

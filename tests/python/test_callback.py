@@ -79,7 +79,7 @@ def test_preset_name_csv_and_too_few_steps(tmp_path, torch):
 
 
 def test_allocator_from_env():
-    from lorasim_hf.callback import allocator_from_env
+    from lorasim_hf.model_columns import allocator_from_env
     assert allocator_from_env({}) == "default"
     assert allocator_from_env({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}) == "expandable"
     assert allocator_from_env({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64, expandable_segments:true"}) == "expandable"
@@ -101,7 +101,7 @@ def test_training_is_unchanged(tmp_path, torch):
 
 
 def test_fused_lm_head_is_recognised_by_trls_patched_forward(torch):
-    from lorasim_hf.callback import fused_lm_head
+    from lorasim_hf.model_columns import fused_lm_head
     import types
     import transformers
     model = transformers.AutoModelForCausalLM.from_config(transformers.LlamaConfig(**{k: v for k, v in LLAMA.items() if k != "model_type"}))

@@ -61,7 +61,7 @@ def fake_quantized(torch, four=True, quant_type="nf4", double=True, compute="bfl
 
 
 def test_the_callback_detects_a_quantized_base(torch):
-    from lorasim_hf.callback import quant_columns
+    from lorasim_hf.model_columns import quant_columns
     args = types.SimpleNamespace(optim="paged_adamw_8bit")
     assert quant_columns(fake_quantized(torch), args) == {
         "optim": "paged_adamw_8bit", "quant": "nf4", "double_quant": True, "precision": "bf16", "kbit_prepare": True,

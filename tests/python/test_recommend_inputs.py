@@ -101,7 +101,7 @@ def test_the_tuners_flags_say_the_models_qlora_recipe():
     # tune (tune_workload) passes these: a prepared base and one as loaded predict differently.
     import torch
     from transformers import AutoModelForCausalLM
-    from lorasim_hf.callback import quant_flags
+    from lorasim_hf.model_columns import quant_flags
     model = AutoModelForCausalLM.from_config(_tiny_qwen3())
     assert quant_flags(model) == ({}, [])  # a float base: nothing to say
     model.is_loaded_in_4bit = True
