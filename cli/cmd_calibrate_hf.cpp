@@ -207,6 +207,13 @@ int cmd_calibrate_hf(const Args& args) {
 
   const std::vector<calib::HfPlannedRun> plan =
       stack.base_stack() ? calib::default_loop_plan(opt) : calib::default_hf_plan(opt);
+  if (const char* base_name = stack.base_stack()) {
+    const model::TrainingStack* base_stack = model::find_stack(base_name);
+    if (base_stack && !profile.hw.origin(base_stack->kind()).calibrated)
+      std::cerr << "warning: the profile's " << base_name << " terms (" << profile.hw.name << ") are priors; the "
+                << name << " stack reads its device time and memory from them, so its fit will carry their error "
+                << "(run `lorasim calibrate --stack " << base_name << "` first and pass its profile with --profile)\n";
+  }
   if (dry_run) {
     std::cout << plan.size() << " runs of the " << name << " stack on " << device << ", sized for the "
               << profile.hw.display_name << " (" << human_bytes(static_cast<double>(profile.hw.memory_bytes)) << "):\n";
