@@ -44,7 +44,9 @@ FOUR = [(16, 1), (8, 2), (4, 4), (2, 8)]
 CELLS = {
     "cap15": dict(config=tune_gpu.QWEN, seq_len=512, B=16, ckpt=False, cap_gib=15.0, tune=True,
                   splits=FOUR + [(1, 16)]),
-    "lengths": dict(config=tune_gpu.QWEN, dist="longtail", B=16, ckpt=True, tune=True, splits=FOUR),
+    # A whole epoch of 256 sequences per split: a few steps of varying widths do not rank the splits
+    # (lightning-run2: 16x1 1.37 s over 4 steps, 0.945 s over the epoch).
+    "lengths": dict(config=tune_gpu.QWEN, dist="longtail", B=16, ckpt=True, tune=True, splits=FOUR, truth_steps=16),
     "fixed": dict(config=tune_gpu.QWEN, seq_len=512, B=16, ckpt=False, tune=False, splits=FOUR),
     # --smoke: lengths divided by `scale` (longtail's 10-1024 tokens become 1-32).
     # tiny: cap15's stand-in, a micro-batch above 2 raising CUDA's out-of-memory error (no cap on the CPU).
@@ -215,7 +217,7 @@ class Cell:
             recorder = LorasimRecorder(self.rows, warmup_steps=2, lorasim=self.a.lorasim)
             try:
                 module = self.module(b)
-                trainer = self.trainer(a, self.a.truth_steps, [timer, recorder])
+                trainer = self.trainer(a, self.a.truth_steps or self.w.get("truth_steps", TRUTH_STEPS), [timer, recorder])
                 if self.cuda:
                     self.torch.cuda.reset_peak_memory_stats()
                 trainer.fit(module)
@@ -330,8 +332,9 @@ def main():
     ap.add_argument("--profile", help="a profile TOML the tuner starts from instead of --gpu "
                     "(e.g. bench/hf/profiles/h200-2x-slow.toml)")
     ap.add_argument("--max-trial-steps", type=int, default=10)
-    ap.add_argument("--truth-steps", type=int, default=TRUTH_STEPS,
-                    help="optimizer steps per truth split (the first two untimed); 16: an epoch of 256 sequences at B=16")
+    ap.add_argument("--truth-steps", type=int,
+                    help=f"optimizer steps per truth split, the first two untimed (default {TRUTH_STEPS}; the lengths "
+                         "cell 16, an epoch of 256 sequences at B=16)")
     ap.add_argument("--dataset-size", type=int, help="sequences in the dataset (default 256; --smoke 48)")
     ap.add_argument("--attn", default="sdpa", help="attn_implementation of every model (sdpa, eager)")
     ap.add_argument("--precision", help="Lightning precision (default bf16-mixed; --smoke 32-true)")
