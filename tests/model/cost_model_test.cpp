@@ -107,7 +107,8 @@ Workload hf_qwen() {
 TEST(CostModelTest, ZeroSpreadsMakeARangeOfOnePoint) {
   HardwareModel hw = test_gpu();
   hw.value("host_spread", lorasim::model::StackKind::hf_peft) = hw.value("device_spread", lorasim::model::StackKind::hf_peft) = 0;
-  hw.value("overlap_loss") = 0.25;  // the range combines as the step does, overlap loss included
+  // The range combines as the step does, overlap loss included (hf-peft's own row).
+  hw.value("overlap_loss", lorasim::model::StackKind::hf_peft) = 0.25;
   for (int64_t b : {1, 4, 16}) {
     const StepTime s = CostModel(hf_qwen(), hw).step(b, 16 / b);
     EXPECT_EQ(s.low_s, s.total_s);

@@ -174,9 +174,14 @@ TEST(StackTermsTest, HfPeftReadsItsOwnRowsAndTheGpusDeviceRows) {
   EXPECT_EQ(v.worst_case_bytes, 256.0 * 1024 * 1024);
   EXPECT_EQ(v.host_spread, 0.3);
   EXPECT_EQ(v.device_spread, 0.15);
+  // The runner's overlap loss is its loop's: hf-peft's is its own row (prior 0).
+  HardwareModel overlapping = hw;
+  overlapping.value("overlap_loss") = 0.25;
+  EXPECT_EQ(resolve(overlapping, kHf).overlap_loss, 0.0);
+  EXPECT_EQ(resolve(overlapping, StackKind::lorasim).overlap_loss, 0.25);
   // The GPU's own rates and device terms stay.
   for (const char* name : {"gemm_tflops", "gemm_half_tokens", "head_tflops", "attention_tflops", "memory_gbps",
-                           "loss_gbps", "per_kernel_s", "device_fixed_s", "overlap_loss", "launch_queue_ops",
+                           "loss_gbps", "per_kernel_s", "device_fixed_s", "launch_queue_ops",
                            "optimizer_device_per_tensor_s", "optimizer_per_param_s", "context_bytes"}) {
     const Coefficient* c = find_coefficient(name);
     ASSERT_NE(c, nullptr) << name;
@@ -203,7 +208,7 @@ TEST(StackTermsTest, EveryHfPeftNumberIsOneRowOfItsSection) {
     ++n;
     EXPECT_EQ(v.stack, kHf) << v.row->name;
   }
-  EXPECT_EQ(n, 34u);  // with a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s, varying_need_default, worst_case_margin, worst_case_margin_options and worst_case_bytes
+  EXPECT_EQ(n, 35u);  // with overlap_loss, a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s, varying_need_default, worst_case_margin, worst_case_margin_options and worst_case_bytes
   EXPECT_EQ(find_coefficient("device_scale")->in(kHf).range, Range::positive);
   // The spreads may be 0 (a point prediction) and stay below 1 (a bound above 0 s).
   for (const char* name : {"host_spread", "device_spread"}) EXPECT_EQ(find_coefficient(name)->in(kHf).range, Range::fraction);
