@@ -82,6 +82,27 @@ def lengths_of(w, n):
     return [max(1, -(-n_ // scale)) for n_ in lengths[:n]]
 
 
+def compared(torch, first, second):
+    """Two runs' adapters (name -> tensor): bit_identical, the largest difference, the tensors."""
+    same_keys = first.keys() == second.keys()
+    return dict(bit_identical=same_keys and all(torch.equal(first[k], second[k]) for k in first),
+                max_abs_diff=max((first[k] - second[k]).abs().max().item() for k in first) if same_keys else None,
+                tensors=len(first))
+
+
+def gap_fields(truth, pick):
+    """The pick's truth step time against the fastest split that ran ({split: seconds, None: oom});
+    None when nothing ran or nothing was picked."""
+    ran = {k: s for k, s in truth.items() if s is not None}
+    if not ran or pick is None:
+        return None
+    fastest = min(ran, key=ran.get)
+    picked = truth.get(pick)
+    return dict(pick=split_name(*pick), fastest_truth=split_name(*fastest),
+                pick_truth_oom=pick in truth and picked is None,
+                gap=picked / ran[fastest] - 1 if picked is not None else None)
+
+
 def cap_allocator(torch, cap_gib):
     """Caps this process's CUDA caching allocator at cap_gib (as a GPU of that memory would)."""
     total = torch.cuda.get_device_properties(0).total_memory
@@ -236,9 +257,7 @@ class Run:
                 cap_allocator(torch, self.w["cap_gib"])
 
     def compare(self, phase, first, second, **kw):
-        same = first.keys() == second.keys() and all(self.torch.equal(first[k], second[k]) for k in first)
-        diff = max((first[k] - second[k]).abs().max().item() for k in first) if first.keys() == second.keys() else None
-        self.row(phase, attn_impl=self.a.attn, bit_identical=same, max_abs_diff=diff, tensors=len(first), **kw)
+        self.row(phase, attn_impl=self.a.attn, **compared(self.torch, first, second), **kw)
 
     def tune_phase(self):
         sys.path.insert(0, os.path.join(REPO, "python"))
@@ -266,14 +285,9 @@ class Run:
             self.compare("identical", after, direct, pick=split_name(*self.pick))
 
     def gap_row(self):
-        ran = {k: s for k, s in self.truth.items() if s is not None}
-        if not ran or self.pick is None:
-            return
-        fastest = min(ran, key=ran.get)
-        picked = self.truth.get(self.pick)
-        self.row("gap", pick=split_name(*self.pick), fastest_truth=split_name(*fastest),
-                 pick_truth_oom=self.pick in self.truth and picked is None,
-                 gap=picked / ran[fastest] - 1 if picked is not None else None)
+        fields = gap_fields(self.truth, self.pick)
+        if fields:
+            self.row("gap", **fields)
 
     def epoch_phase(self, splits):
         for b, a, ckpt in splits:

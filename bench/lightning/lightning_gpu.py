@@ -281,21 +281,14 @@ class Cell:
         direct = adapters(module)
         module = None
         self.free()
-        same = after.keys() == direct.keys() and all(self.torch.equal(after[k], direct[k]) for k in after)
-        diff = max((after[k] - direct[k]).abs().max().item() for k in after) if after.keys() == direct.keys() else None
         self.row("identical", pick=tune_gpu.split_name(*self.pick), attn_impl=self.a.attn, sdpa_backend="math",
-                 deterministic=True, cap_lifted=bool(w.get("cap_gib")), bit_identical=same, max_abs_diff=diff,
-                 tensors=len(after), steps=SAME_STEPS)
+                 deterministic=True, cap_lifted=bool(w.get("cap_gib")), steps=SAME_STEPS,
+                 **tune_gpu.compared(self.torch, after, direct))
 
     def gap_row(self):
-        ran = {k: s for k, s in self.truth.items() if s is not None}
-        if not ran or self.pick is None:
-            return
-        fastest = min(ran, key=ran.get)
-        picked = self.truth.get(self.pick)
-        self.row("gap", pick=tune_gpu.split_name(*self.pick), fastest_truth=tune_gpu.split_name(*fastest),
-                 pick_truth_oom=self.pick in self.truth and picked is None,
-                 gap=picked / ran[fastest] - 1 if picked is not None else None)
+        fields = tune_gpu.gap_fields(self.truth, self.pick)
+        if fields:
+            self.row("gap", **fields)
 
 
 def adapters(module):

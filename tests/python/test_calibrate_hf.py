@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from conftest import lorasim_binary
 
 
 def run(args, **kw):
@@ -17,11 +16,9 @@ def run(args, **kw):
 
 
 @pytest.fixture(scope="module")
-def exe():
-    path = lorasim_binary()
-    if path is None:
-        pytest.skip("no lorasim binary (build/cli/lorasim or $LORASIM)")
-    return path
+def exe(lorasim):
+    """conftest's lorasim binary (skipped without one), under this file's name for it."""
+    return lorasim
 
 
 @pytest.fixture(scope="module")
