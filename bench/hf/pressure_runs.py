@@ -62,6 +62,8 @@ VALIDATE = [
     ("v23-q3-sft-chat-16x1", lr.QWEN3, "chat", "SFTTrainer", (16, 1), 23.0),
     ("v23-q25-trainer-longtail-2x8", lr.QWEN25, "longtail", "Trainer", (2, 8), 23.0),
     ("v23-q25-trainer-chat-1x16", lr.QWEN25, "chat", "Trainer", (1, 16), 23.0),
+    # added when varying_need_default fell to 0.34: what lorasim then recommends under 15 GiB in place of 8x2
+    ("v15-q3-sft-chat-16x1", lr.QWEN3, "chat", "SFTTrainer", (16, 1), 15.0),
 ]
 VALIDATE_SEQUENCES = 256
 
@@ -161,7 +163,10 @@ def main():
     deadline = time.time() + args.budget_s
     if args.plan == "validate":
         tasks = []
-        for name, model, dist, trainer, (b, a), cap in (VALIDATE[:2] if args.smoke else VALIDATE):
+        plan = VALIDATE[:2] if args.smoke else VALIDATE
+        if args.cells:
+            plan = [v for v in plan if any(k in v[0] for k in args.cells.split(","))]
+        for name, model, dist, trainer, (b, a), cap in plan:
             j = lr.cell(SMOKE if args.smoke else model, dist, trainer, [(b, a)], allocator="default", cap_gib=None if args.smoke else cap,
                         n=32 if args.smoke else VALIDATE_SEQUENCES, epoch=True, warmup=1, order="worst_last")
             j = dict(j, split=[b, a], pressure_cell=name, role="held out")
