@@ -275,9 +275,13 @@ std::vector<HfPlannedRun> default_loop_plan(const HfPlanOptions& opt) {
     for (int64_t b : {int64_t{1}, int64_t{4}, opt.is_cuda ? int64_t{16} : int64_t{8}}) p.add(ref, depth, seq, b);
   p.add(ref, deep, seq, 4, 2);
   p.add(ref, deep, seq, 1).planned.workload.lora.targets = {model::Target::q, model::Target::v};
-  // Full depth, host-bound: the operators of the model the user trains.
-  if (opt.is_cuda && ref.num_layers > deep)
+  // Full depth, host-bound: the operators of the model the user trains; and device-bound (longer
+  // sequences), for the loop's device scales: the loop, not the graph, decides how much of the
+  // host's dispatch the device waits for (model/coefficient_rows.cpp, hf_and_loop).
+  if (opt.is_cuda && ref.num_layers > deep) {
     for (int64_t b : {1, 4}) p.add(ref, ref.num_layers, seq, b);
+    p.add(ref, ref.num_layers, 2 * seq, 8);
+  }
   return opt.memory_limit_bytes > 0 ? fit_to_memory(std::move(p.runs), opt) : p.runs;
 }
 

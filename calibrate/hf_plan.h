@@ -80,8 +80,8 @@ inline constexpr int kVariedReplaySteps = 11;
 std::vector<HfPlannedRun> default_hf_plan(const HfPlanOptions& opt);
 
 /// The plan of a stack that runs hf-peft's model code under its own loop (lightning): only the
-/// loop's host terms are its own (model/stacks/lightning_stack.h), so a few host-bound and
-/// device-bound runs at two depths and the reference's full depth identify them.
+/// loop's host terms and device scales are its own (model/stacks/lightning_stack.h), so a few
+/// host-bound and device-bound runs at two depths and at the reference's full depth identify them.
 std::vector<HfPlannedRun> default_loop_plan(const HfPlanOptions& opt);
 
 /// A Hugging Face config.json object for `arch` (model_type qwen3 with q/k norms, qwen2 with

@@ -39,13 +39,16 @@ def main():
     ap.add_argument("--fit", action="store_true", help="print the share every FIT cell needs; write nothing")
     args = ap.parse_args()
     grid, validate = collections.defaultdict(list), []
-    for path in sorted(glob.glob(os.path.join(REPO, "bench", "results", "h200", "pressure-run*", "*-rows.jsonl"))):
+    for path in sorted(glob.glob(os.path.join(REPO, "bench", "results", "*", "pressure*", "*-rows.jsonl"))):
         for line in open(path):
             r = json.loads(line)
-            r["run"] = os.path.basename(os.path.dirname(path))
-            (grid[(r["run"], r["pressure_cell"])] if r.get("cap_share") is not None else validate).append(r)
+            r["run"] = os.path.relpath(os.path.dirname(path), os.path.join(REPO, "bench", "results"))
+            (grid[r["pressure_cell"]] if r.get("cap_share") is not None else validate).append(r)
+    # A cell's runs on every lease are pooled: the default allocator's behaviour under a cap is
+    # PyTorch's, not the card's, so one cell's boundary is the largest cap that ran out of memory
+    # and the smallest that ran, over all of them.
     cells = []
-    for (run, name), rs in grid.items():
+    for name, rs in grid.items():
         cmd, s, _ = simulate(args.lorasim, rs[0])
         fail = max((r["cap_bytes"] for r in rs if r.get("oom")), default=None)
         ok = min((r["cap_bytes"] for r in rs if r.get("oom") is False), default=None)
@@ -53,29 +56,33 @@ def main():
         verdict = ("safe" if ok is not None and need >= ok else
                    "unsafe" if fail is not None and need <= fail else "between")
         alloc = max((r["peak_allocated_bytes"] for r in rs if r.get("oom") is False), default=None)
-        cells.append(dict(run=run, name=name, role=rs[0]["role"], r=rs[0], s=s, fail=fail, ok=ok, need=need,
-                          verdict=verdict, alloc=alloc, cmd=cmd,
-                          share_ok=(ok - s["peak_allocated_bytes"]) / s["activation_bytes"] if ok else None))
+        cells.append(dict(runs=", ".join(sorted({r["run"] for r in rs})), name=name, role=rs[0]["role"], r=rs[0],
+                          s=s, fail=fail, ok=ok, need=need, verdict=verdict, alloc=alloc, cmd=cmd,
+                          share_ok=(ok - s["peak_allocated_bytes"]) / s["activation_bytes"] if ok else None,
+                          share_fail=(fail - s["peak_allocated_bytes"]) / s["activation_bytes"] if fail else None))
     if args.fit:
         fit = [c for c in cells if c["role"] == "fit" and c["share_ok"] is not None]
+        for c in cells:
+            print(f"  {c['name']} ({c['role']}): needs a share above {c['share_fail']} and at most {c['share_ok']}")
         print(f"varying_need_default: {max(c['share_ok'] for c in fit):.4f} (the largest over {len(fit)} FIT cells of "
               "(smallest cap that ran - predicted allocated) / predicted activations)")
         return
     out = [f"# What a split needs at the memory limit, against capped runs (issue 16)\n",
            f"Made by `python3 bench/hf/pressure_accuracy.py` on "
            f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} ({platform.machine()}, "
-           f"{platform.system()}; lorasim runs on the CPU), against the H200 rows of "
-           "`bench/results/h200/pressure-run*` (their README says how they were measured: "
+           f"{platform.system()}; lorasim runs on the CPU, with the h200 profile), against the rows of "
+           "`bench/results/*/pressure*` (their READMEs say how and on which card they were measured: "
            "`bench/hf/pressure_runs.py`). Each cell ran one epoch under the default allocator capped at its "
-           "predicted allocated peak plus 5, 15, 30 and 60% of its predicted activations, the data's longest "
-           "sequences together as the last micro-batch. `needs` is lorasim's `needed_bytes`, which decides `fits`; "
+           "predicted allocated peak plus shares of its predicted activations (a coarse grid first, finer ones "
+           "where the boundary lay), the data's longest sequences together as the last micro-batch. A cell's "
+           "runs are pooled over leases and cards. `needs` is lorasim's `needed_bytes`, which decides `fits`; "
            "`worst` the unbounded hold (`worst_reserved_bytes`). FIT cells set `varying_need_default` "
            "(`--fit`); the others are held out.\n",
-           "| run | cell | role | predicted allocated | measured allocated | largest cap out of memory | smallest cap that ran | needs | worst | verdict |",
+           "| runs | cell | role | predicted allocated | measured allocated | largest cap out of memory | smallest cap that ran | needs | worst | verdict |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     g = lambda b: "-" if b is None else f"{b / GIB:.2f}"
     for c in sorted(cells, key=lambda c: (c["role"] != "fit", c["name"])):
-        out.append(f"| {c['run']} | {c['name']} | {c['role']} | {g(c['s']['peak_allocated_bytes'])} | {g(c['alloc'])} | "
+        out.append(f"| {c['runs']} | {c['name']} | {c['role']} | {g(c['s']['peak_allocated_bytes'])} | {g(c['alloc'])} | "
                    f"{g(c['fail'])} | {g(c['ok'])} | {g(c['need'])} | {g(c['s']['worst_reserved_bytes'])} | {c['verdict']} |")
     held = [c for c in cells if c["role"] != "fit"]
     count = collections.Counter(c["verdict"] for c in held)

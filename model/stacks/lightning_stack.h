@@ -1,9 +1,10 @@
 // PyTorch Lightning driving a Transformers + PEFT model (a LightningModule whose training_step
-// returns the model's loss) as a training stack. The graph, its memory and its device time are
-// the model code's, so the counts and every row are hf-peft's; what the loop adds -- its hooks,
-// the precision plugin, zero_grad, clipping, the closure around the optimizer step -- is host
-// time, and those rows are its own ([stack.lightning]), hf-peft's values on a GPU until
-// `lorasim calibrate --stack lightning` measures them.
+// returns the model's loss) as a training stack. The graph and its memory are the model code's,
+// so the counts and most rows are hf-peft's. Its own rows ([stack.lightning]) are what the loop
+// decides: the host time it adds (its hooks, the precision plugin, zero_grad, clipping, the
+// closure around the optimizer step) and the device scales, since Trainer syncs on every
+// micro-batch's loss and Lightning does not, so the device waits for the host differently. They
+// are hf-peft's values on a GPU until `lorasim calibrate --stack lightning` measures them.
 #pragma once
 #include "model/stacks/hf_peft_stack.h"
 

@@ -288,19 +288,21 @@ TEST(FitStackTest, StackDesignsAreTheTablesColumnsForTheStack) {
 }
 
 
-// Lightning runs hf-peft's model code under its own loop: its rows fit the loop's host terms
-// ([stack.lightning]) and leave hf-peft's, which it reads for everything else.
-TEST(FitStackTest, LightningRowsFitOnlyTheLoopsHostTerms) {
+// Lightning runs hf-peft's model code under its own loop: its rows fit the loop's host terms and
+// device scales ([stack.lightning]) and leave hf-peft's, which it reads for everything else.
+TEST(FitStackTest, LightningRowsFitOnlyTheLoopsTerms) {
   const model::StackKind pl = model::parse_stack("lightning");
   model::HardwareModel base = h200();
   set_truth_terms(base);  // a calibrated hf-peft half the lightning fit must keep
   model::HardwareModel truth = base;
   truth.origin(pl).has_values = true;
   const std::pair<const char*, double> loop[] = {
-      {"host_fixed_s", 6.0e-3}, {"host_per_op_s", 7.0e-5}, {"optimizer_fixed_s", 2.0e-3}, {"optimizer_per_tensor_s", 3.0e-5}};
+      {"host_fixed_s", 3.0e-3}, {"host_per_op_s", 1.2e-5}, {"optimizer_fixed_s", 2.0e-3}, {"optimizer_per_tensor_s", 3.0e-5},
+      {"device_scale", 0.95}, {"head_device_scale", 0.75}};
   for (const auto& [name, v] : loop) truth.value(name, pl) = v;
   HfPlanOptions opt;
   opt.reference = reference();
+  opt.is_cuda = true;  // the GPU plan: its full-depth device-bound run identifies the device scales
   opt.reference.stack.kind = pl;
   std::vector<Measurement> rows;
   for (const HfPlannedRun& r : default_loop_plan(opt)) rows.push_back(measure(r.planned, truth));
@@ -308,7 +310,10 @@ TEST(FitStackTest, LightningRowsFitOnlyTheLoopsHostTerms) {
   EXPECT_EQ(rep.stack, pl);
   EXPECT_FALSE(rep.anchored);
   for (const auto& [name, v] : loop) {
-    expect_near_rel(rep.hardware.value(name, pl), v, 1e-6, name);
+    // The device scales come from the device-bound micro-batches alone, whose truth is a whole
+    // step's max(host, device): within a few tenths of a percent.
+    const bool device = std::string(name).find("device_scale") != std::string::npos;
+    expect_near_rel(rep.hardware.value(name, pl), v, device ? 3e-3 : 1e-6, name);
     EXPECT_TRUE(moved(rep, std::string("stack.lightning.") + name)) << name;
   }
   for (const MovedCoefficient& m : rep.moved) EXPECT_EQ(m.name.rfind("stack.lightning.", 0), 0u) << m.name;
@@ -318,7 +323,7 @@ TEST(FitStackTest, LightningRowsFitOnlyTheLoopsHostTerms) {
     return want.values;
   }());
   EXPECT_TRUE(rep.hardware.origin(pl).calibrated);
-  EXPECT_LT(rep.time_max_rel, 1e-6);
+  EXPECT_LT(rep.time_max_rel, 3e-3);
 }
 
 }  // namespace lorasim::calib

@@ -486,7 +486,7 @@ TEST(HfPlanTest, AQuantizedReferenceOnTheCpuIsRefused) {
 }
 
 
-TEST(HfPlanTest, LoopPlanSeparatesTheLoopsHostTerms) {
+TEST(HfPlanTest, LoopPlanSeparatesTheLoopsTerms) {
   HfPlanOptions opt;
   opt.reference.arch = model::preset("qwen3-1.7b");
   opt.reference.stack.kind = model::parse_stack("lightning");
@@ -504,7 +504,13 @@ TEST(HfPlanTest, LoopPlanSeparatesTheLoopsHostTerms) {
   EXPECT_EQ(depths, (std::set<int64_t>{1, 4, 28}));
   EXPECT_EQ(accumulated, 1u);
   EXPECT_EQ(fewer_targets, 1u);
-  EXPECT_EQ(plan.size(), 10u);
+  EXPECT_EQ(plan.size(), 11u);
+  // One full-depth micro-batch that keeps the device busy: the loop's device scales.
+  EXPECT_EQ(std::count_if(plan.begin(), plan.end(), [](const HfPlannedRun& r) {
+              return r.planned.workload.arch.num_layers == 28 && r.planned.workload.train.seq_len == 1024 &&
+                     r.planned.micro_batch == 8;
+            }),
+            1);
   // Each run tells the probe which loop trains it.
   const json j = json::parse(hf_plan_json(plan, "cuda", model::AllocatorMode::default_segments, 1, 3));
   for (const json& run : j["runs"]) EXPECT_EQ(run["stack"], "lightning");

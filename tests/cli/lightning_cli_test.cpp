@@ -58,7 +58,7 @@ TEST(LightningCliTest, OptionsItDoesNotHaveAreRefused) {
 TEST(LightningCliTest, CalibrateDryRunListsTheLoopsRuns) {
   const RunResult r = run_lorasim({"calibrate", "--stack", "lightning", "--gpu", "h100-sxm", "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("10 runs of the lightning stack on cuda"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("11 runs of the lightning stack on cuda"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("qwen3-1.7b L=28 s=512 b=4 a=1"), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;  // the H100's hf-peft terms are calibrated
   // On a prior the loop's fit would carry hf-peft's prior error: said before anything runs.

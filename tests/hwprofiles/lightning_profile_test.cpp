@@ -34,6 +34,8 @@ TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
   p.hw.value("host_per_op_s", kPl) = 3.0e-5;
   p.hw.value("optimizer_fixed_s", kPl) = 1.0e-3;
   p.hw.value("optimizer_per_tensor_s", kPl) = 2.0e-5;
+  p.hw.value("device_scale", kPl) = 0.98;
+  p.hw.value("head_device_scale", kPl) = 0.66;
   p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true};
   const std::string text = to_toml(p);
   ASSERT_NE(text.find("[stack.lightning]"), std::string::npos);
@@ -41,10 +43,34 @@ TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
   EXPECT_TRUE(back.hw.origin(kPl).calibrated);
   EXPECT_EQ(back.hw.value("host_fixed_s", kPl), 4.0e-3);
   EXPECT_EQ(back.hw.value("optimizer_per_tensor_s", kPl), 2.0e-5);
-  // Everything else is still hf-peft's: the model code's device time and memory.
-  for (const char* row : {"device_scale", "saved_scale", "reserved_logits_share", "worst_case_margin", "new_shape_s"})
+  EXPECT_EQ(back.hw.value("device_scale", kPl), 0.98);
+  EXPECT_EQ(back.hw.value("head_device_scale", kPl), 0.66);
+  // Everything else is still hf-peft's: the model code's memory and new shapes.
+  for (const char* row : {"saved_scale", "reserved_logits_share", "worst_case_margin", "new_shape_s"})
     EXPECT_EQ(back.hw.value(row, kPl), back.hw.value(row, kHf)) << row;
   EXPECT_NE(back.hw.value("host_fixed_s", kPl), back.hw.value("host_fixed_s", kHf));
+}
+
+// A section written before lightning owned the device scales has none: it reads hf-peft's values
+// of the same profile there, as without a section, not the table's prior.
+TEST(LightningProfileTest, ASectionWithoutTheDeviceScalesReadsHfPeftsValues) {
+  Profile p = builtin_profile("h100-sxm");
+  p.hw.value("host_per_op_s", kPl) = 3.0e-5;
+  p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true};
+  std::string text = to_toml(p);
+  const size_t section = text.find("[stack.lightning]");
+  ASSERT_NE(section, std::string::npos);
+  for (const char* key : {"\nhead_device_scale = ", "\ndevice_scale = "}) {
+    const size_t at = text.find(key, section);
+    ASSERT_NE(at, std::string::npos) << key;
+    text.erase(at, text.find('\n', at + 1) - at);
+  }
+  const Profile back = parse_profile(text, "test.toml");
+  EXPECT_EQ(back.hw.value("host_per_op_s", kPl), 3.0e-5);
+  for (const char* row : {"device_scale", "head_device_scale"}) {
+    EXPECT_EQ(back.hw.value(row, kPl), back.hw.value(row, kHf)) << row;
+    EXPECT_NE(back.hw.value(row, kPl), model::find_coefficient(row)->in(kPl).prior) << row;
+  }
 }
 
 }  // namespace
