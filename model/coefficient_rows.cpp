@@ -264,7 +264,7 @@ std::vector<Coefficient> coefficient_rows() {
           same_as("expected_memory_error"), hf(in(kHf, 0.04, Range::share, never, true))),
       row("worst_case_margin_options", &K::worst_case_margin_options, Term::shape, nullptr,
           "share added to worst_case_margin where the step checkpoints, runs LoRA dropout, no autocast, a quantized "
-          "base or shapes that vary (their counts missed more)",
+          "base or shapes that vary (their counts missed more), or its loop reads another's memory rows (lightning)",
           fixed(0), hf(in(kHf, 0.06, Range::share, never, true))),
       // Where the variable memory is small (micro-batch 1 at short lengths) the excess was a few
       // blocks whatever the size: library workspaces, the allocator's rounding.

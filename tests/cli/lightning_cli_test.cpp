@@ -25,11 +25,13 @@ TEST(LightningCliTest, TrainerLightningIsTheLightningStackWithHfPeftsFiguresUnti
   const json hf = recommend_json({"--trainer", "trainer"});
   EXPECT_EQ(pl["workload"]["stack"]["kind"], "lightning");
   EXPECT_EQ(pl["workload"]["stack"]["autocast"], true);
-  // The profile has no [stack.lightning]: every figure is the Trainer's.
+  // The profile has no [stack.lightning]: every time and count is the Trainer's. The worst case
+  // takes the larger share, since those memory rows were fitted under a Trainer's loop.
   ASSERT_EQ(pl["splits"].size(), hf["splits"].size());
   for (size_t i = 0; i < pl["splits"].size(); ++i) {
     EXPECT_EQ(pl["splits"][i]["step_time_s"], hf["splits"][i]["step_time_s"]);
-    EXPECT_EQ(pl["splits"][i]["worst_reserved_bytes"], hf["splits"][i]["worst_reserved_bytes"]);
+    EXPECT_EQ(pl["splits"][i]["peak_reserved_bytes"], hf["splits"][i]["peak_reserved_bytes"]);
+    EXPECT_GT(pl["splits"][i]["worst_reserved_bytes"], hf["splits"][i]["worst_reserved_bytes"]);
   }
   const std::string settings = pl["recommended"]["program_settings"];
   const std::string b = std::to_string(pl["recommended"]["micro_batch"].get<int>());

@@ -373,16 +373,17 @@ TEST(CostModelTest, QuantizedBaseUnderTheFusedHeadTakesItsSlackFromTheSavedActiv
   EXPECT_DOUBLE_EQ(peak_memory(f, m).peak_reserved_bytes, 1670);
 }
 
-TEST(CostModelTest, TheWorstCasesOptionsAreCheckpointingDropoutNoAutocastAndAQuantizedBase) {
+TEST(CostModelTest, TheWorstCasesOptionsAreCheckpointingDropoutNoAutocastAQuantizedBaseAndAnotherLoop) {
   Workload w = qwen();
   w.stack = training_stack(StackKind::hf_peft).default_spec();  // autocast, no dropout
   EXPECT_FALSE(runs_worst_case_options(w));
-  Workload ckpt = w, dropout = w, plain = w, quant = w;
+  Workload ckpt = w, dropout = w, plain = w, quant = w, lightning = w;
   ckpt.train.grad_ckpt = true;
   dropout.stack.lora_dropout = 0.05;
   plain.stack.autocast = false;
   quant.train.weight_format = WeightFormat::nf4;
-  for (const Workload& o : {ckpt, dropout, plain, quant}) EXPECT_TRUE(runs_worst_case_options(o));
+  lightning.stack = training_stack(parse_stack("lightning")).default_spec();  // hf-peft's memory rows, its own loop
+  for (const Workload& o : {ckpt, dropout, plain, quant, lightning}) EXPECT_TRUE(runs_worst_case_options(o));
   HardwareModel hw = test_gpu();
   const Coefficients c = resolve(hw, StackKind::hf_peft);
   EXPECT_EQ(worst_case_share(c, w), c.worst_case_margin);
