@@ -130,8 +130,8 @@ MemoryEstimate peak_memory(const Features& f, const StackModel& m) {
 
 bool runs_worst_case_options(const Workload& w) {
   // A stack that reads its memory rows from another's (lightning: hf-peft's, fitted on a Trainer's
-  // step) holds what its own loop keeps besides: Lightning's small micro-batches held up to 5% more
-  // than a Trainer's on one lease (bench/results/h100/README.md, lightning-run4).
+  // step) holds what its own loop keeps besides: Lightning's small micro-batches held up to 7% more
+  // than a Trainer's (bench/results/h100/README.md, boundary-loop-run1 and lightning-run4).
   return w.train.grad_ckpt || w.stack.lora_dropout > 0 || !w.stack.autocast || w.train.quantized() ||
          training_stack(w.stack.kind).base_stack() != nullptr;
 }

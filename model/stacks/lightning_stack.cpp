@@ -40,7 +40,7 @@ std::string LightningStack::split_settings(const Workload& w, int64_t micro_batc
 }
 
 std::string LightningStack::prior_note(const std::string& device_name, const std::string& time_error) const {
-  return "the lightning stack's loop terms on '" + device_name +
+  return "the lightning stack's host terms on '" + device_name +
          "' are hf-peft's (a Trainer's step): host time may be off by ~" + time_error +
          " (run `lorasim calibrate --stack lightning` on this machine)";
 }

@@ -13,7 +13,7 @@ namespace {
 using namespace lorasim::testing;
 
 json recommend_json(std::initializer_list<std::string> more) {
-  std::vector<std::string> v = {"recommend", "--gpu", "h100-sxm", "--model", "qwen3-1.7b", "--effective-batch", "16",
+  std::vector<std::string> v = {"recommend", "--gpu", "h200", "--model", "qwen3-1.7b", "--effective-batch", "16",
                                 "--grad-ckpt", "false"};
   v.insert(v.end(), more);
   v.insert(v.end(), {"--format", "json"});

@@ -18,14 +18,25 @@ const model::StackKind kPl = model::parse_stack("lightning");
 constexpr model::StackKind kHf = model::StackKind::hf_peft;
 
 TEST(LightningProfileTest, ReadsHfPeftsValuesWithoutASectionOfItsOwn) {
-  const model::HardwareModel hw = builtin_profile("h100-sxm").hw;
+  const model::HardwareModel hw = builtin_profile("h200").hw;
   ASSERT_TRUE(hw.origin(kHf).calibrated);
   ASSERT_FALSE(hw.origin(kPl).has_values);
   for (const model::Coefficient& c : model::coefficient_table())
     if (c.field) EXPECT_EQ(hw.value(c, kPl), hw.value(c, kHf)) << c.name;
   // hf-peft's calibrated host term, not the table's prior.
   EXPECT_NE(hw.value("host_fixed_s", kPl), model::find_coefficient("host_fixed_s")->in(kPl).prior);
-  EXPECT_EQ(to_toml(builtin_profile("h100-sxm")).find("[stack.lightning]"), std::string::npos);
+  EXPECT_EQ(to_toml(builtin_profile("h200")).find("[stack.lightning]"), std::string::npos);
+}
+
+// The embedded H100 carries Lightning's measured device scales and nothing else of its own: the
+// host terms are hf-peft's, and the stack is not called calibrated there.
+TEST(LightningProfileTest, TheEmbeddedH100HasLightningsDeviceScalesAndHfPeftsHost) {
+  const model::HardwareModel hw = builtin_profile("h100-sxm").hw;
+  ASSERT_TRUE(hw.origin(kPl).has_values);
+  EXPECT_FALSE(hw.origin(kPl).calibrated);
+  EXPECT_LT(hw.value("device_scale", kPl), hw.value("device_scale", kHf));
+  for (const char* row : {"host_fixed_s", "host_per_op_s", "optimizer_fixed_s", "optimizer_per_tensor_s", "saved_scale"})
+    EXPECT_EQ(hw.value(row, kPl), hw.value(row, kHf)) << row;
 }
 
 TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
