@@ -109,9 +109,10 @@ def callbacks(pl, torch, cuda):
 
     class StepTimer(pl.Callback):
         def __init__(self):
-            self.times, self.t0 = [], None
+            self.times, self.widths, self.t0 = [], [], None
 
         def on_train_batch_start(self, trainer, module, batch, batch_idx):
+            self.widths.append(int(batch["input_ids"].shape[-1]))  # each micro-batch's padded width
             if batch_idx % trainer.accumulate_grad_batches == 0:
                 sync()
                 self.t0 = time.perf_counter()
@@ -158,6 +159,8 @@ class Cell:
         self.w = dict(CELLS[name])
         if name == "fixed" and a.fixed_1x16:
             self.w["splits"] = FOUR + [(1, 16)]
+        if a.splits:
+            self.w["splits"] = [sp for sp in self.w["splits"] if tune_gpu.split_name(*sp) in a.splits.split(",")]
         self.cuda = not a.smoke
         if self.cuda and self.w.get("cap_gib"):
             tune_gpu.cap_allocator(torch, self.w["cap_gib"])
@@ -233,7 +236,8 @@ class Cell:
             if oom:
                 ooms.append((b, a))
             self.row("truth", split=tune_gpu.split_name(b, a), oom=oom, step_time_s=step, steps_run=len(timer.times),
-                     peak_reserved_bytes=peak, recorder_step_time_s=recorded)
+                     peak_reserved_bytes=peak, recorder_step_time_s=recorded,
+                     step_times_s=[round(t, 4) for t in timer.times], widths=timer.widths)
         self.oom_rows(ooms)
 
     def oom_rows(self, ooms):
@@ -332,6 +336,7 @@ def main():
     ap.add_argument("--attn", default="sdpa", help="attn_implementation of every model (sdpa, eager)")
     ap.add_argument("--precision", help="Lightning precision (default bf16-mixed; --smoke 32-true)")
     ap.add_argument("--fixed-1x16", action="store_true", help="the fixed cell's 1x16 too (about 3 s a step)")
+    ap.add_argument("--splits", help="comma list: only these splits of each cell (e.g. 16x1,8x2)")
     ap.add_argument("--smoke", action="store_true", help="the CPU, tiny cells: the script end to end")
     ap.add_argument("--_worker", help=argparse.SUPPRESS)
     ap.add_argument("--_deadline", type=float, help=argparse.SUPPRESS)
