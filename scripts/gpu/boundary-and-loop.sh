@@ -12,26 +12,10 @@
 #   OUT=$OUT bash scripts/gpu/boundary-and-loop.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/boundary-and-loop}
-work=/tmp/boundary-and-loop-work
-rm -rf "$work"; mkdir -p "$OUT" "$work"
-export PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=/tmp/site
-fi
-export LD_LIBRARY_PATH=$PWD/build-carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LORASIM_PYTHONPATH=$PWD/python
-bin=$PWD/build-carry/lorasim
+NAME=boundary-and-loop
+source scripts/gpu/lease.sh
 STAGES=" ${STAGES:-big loop validate} "
 want() { [[ $STAGES == *" $1 "* ]]; }
-t0=$(date +%s)
-stage() { echo "== $1 at $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.log"; }
-finish() { tar czf "$OUT/results.tgz" -C "$work" . 2>/dev/null; }
-trap finish EXIT
-{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; nproc
-  grep -m1 'model name' /proc/cpuinfo
-  python3 -c 'import torch, transformers, peft; print("torch", torch.__version__, "transformers", transformers.__version__, "peft", peft.__version__)'
-  python3 -c 'import pytorch_lightning as pl; print("pytorch-lightning", pl.__version__)'; } > "$OUT/machine.txt" 2>&1
 if want big; then
   stage big
   timeout 240 python3 bench/hf/tune_gpu.py --out-dir "$work/big" --lorasim "$bin" --workloads big --phases tune,epoch \

@@ -7,23 +7,9 @@
 #   OUT=$OUT bash scripts/gpu/lightning-lengths-steps.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/lightning-lengths-steps}
-work=/tmp/lightning-lengths-steps-work
-rm -rf "$work"; mkdir -p "$OUT" "$work"
-export PYTHONUNBUFFERED=1
-export LD_LIBRARY_PATH=$PWD/build-carry${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LORASIM_PYTHONPATH=$PWD/python
-bin=$PWD/build-carry/lorasim
-t0=$(date +%s)
-stage() { echo "== $1 at $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.log"; }
-trap 'tar czf "$OUT/results.tgz" -C "$work" . 2>/dev/null' EXIT
-{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,uuid --format=csv; nproc
-  grep -m1 'model name' /proc/cpuinfo; } > "$OUT/machine.txt" 2>&1
-card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-base=h100-sxm; [[ $card == *H200* ]] && base=h200
-stage calibrate
-timeout 150 "$bin" calibrate --stack lightning --gpu "$base" --out "$OUT/lightning.toml" \
-  --save-measurements "$work/calib-lightning-runs.csv" > "$work/calibrate.log" 2>&1
-grep -E "fit over|device_scale|host_per_op|took" "$work/calibrate.log" | tee -a "$OUT/summary.log"
+NAME=lightning-lengths-steps
+source scripts/gpu/lease.sh
+calibrate_lightning
 for round in 1 2; do
   stage "lengths round $round"
   timeout 200 python3 bench/lightning/lightning_gpu.py --out-dir "$work/round$round" --lorasim "$bin" --cells lengths \
