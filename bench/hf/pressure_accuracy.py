@@ -39,10 +39,13 @@ def main():
     ap.add_argument("--fit", action="store_true", help="print the share every FIT cell needs; write nothing")
     args = ap.parse_args()
     grid, validate = collections.defaultdict(list), []
-    for path in sorted(glob.glob(os.path.join(REPO, "bench", "results", "*", "pressure*", "*-rows.jsonl"))):
+    # pressure_runs.py's rows wherever a run put them (a `pressure_cell` column says so)
+    for path in sorted(glob.glob(os.path.join(REPO, "bench", "results", "**", "*-rows.jsonl"), recursive=True)):
         for line in open(path):
             r = json.loads(line)
-            r["run"] = os.path.relpath(os.path.dirname(path), os.path.join(REPO, "bench", "results"))
+            if "pressure_cell" not in r:
+                continue
+            r["run"] = os.path.relpath(os.path.dirname(path), os.path.join(REPO, "bench", "results")).removesuffix("/validate")
             (grid[r["pressure_cell"]] if r.get("cap_share") is not None else validate).append(r)
     # A cell's runs on every lease are pooled: the default allocator's behaviour under a cap is
     # PyTorch's, not the card's, so one cell's boundary is the largest cap that ran out of memory
