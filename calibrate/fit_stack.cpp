@@ -10,6 +10,7 @@
 #include "calibrate/nnls.h"
 #include "model/cost_model.h"
 #include "model/error.h"
+#include "model/training_stack.h"
 
 namespace lorasim::calib::detail {
 namespace {
@@ -116,6 +117,16 @@ void fit_host_and_device(const std::vector<const Row*>& rows, model::StackModel&
     host = next;
   }
   for (const model::Coefficient* c : host_cols) c->of(view.c) = c->of(line);
+  // A loop over another stack's model code (lightning) keeps that stack's device scales unless a
+  // micro-batch at the plan's full depth was device-bound: scales fitted on a few layers alone,
+  // where the head weighs most, did not carry to the whole model.
+  if (model::training_stack(view.stack).base_stack()) {
+    int64_t deepest = 0;
+    for (const Row* r : rows) deepest = std::max(deepest, r->m->workload.arch.num_layers);
+    bool deep_device = false;
+    for (size_t i = 0; i < rows.size(); ++i) deep_device |= !host[i] && rows[i]->m->workload.arch.num_layers == deepest;
+    if (!deep_device) return;
+  }
   if (kb > 0) view.c.device_scale = kb;
   if (kh > 0) view.c.head_device_scale = kh;
 }

@@ -326,4 +326,27 @@ TEST(FitStackTest, LightningRowsFitOnlyTheLoopsTerms) {
   EXPECT_LT(rep.time_max_rel, 3e-3);
 }
 
+// Where no micro-batch at the plan's full depth keeps the device busy (a slow host), the loop's
+// device scales stay hf-peft's: a few layers alone do not identify them.
+TEST(FitStackTest, LightningKeepsHfPeftsDeviceScalesWithoutADeviceBoundFullDepthRun) {
+  const model::StackKind pl = model::parse_stack("lightning");
+  model::HardwareModel base = h200();
+  set_truth_terms(base);
+  model::HardwareModel truth = base;
+  truth.origin(pl).has_values = true;
+  truth.value("host_per_op_s", pl) = 7.0e-5;  // every full-depth run host-bound
+  truth.value("device_scale", pl) = 0.95;
+  truth.value("head_device_scale", pl) = 0.75;
+  HfPlanOptions opt;
+  opt.reference = reference();
+  opt.reference.stack.kind = pl;
+  opt.is_cuda = true;
+  std::vector<Measurement> rows;
+  for (const HfPlannedRun& r : default_loop_plan(opt)) rows.push_back(measure(r.planned, truth));
+  const FitReport rep = fit_profile(rows, base, FitMode::automatic);
+  EXPECT_EQ(rep.hardware.value("device_scale", pl), base.value("device_scale", model::StackKind::hf_peft));
+  EXPECT_EQ(rep.hardware.value("head_device_scale", pl), base.value("head_device_scale", model::StackKind::hf_peft));
+  expect_near_rel(rep.hardware.value("host_per_op_s", pl), 7.0e-5, 0.05, "host_per_op_s");
+}
+
 }  // namespace lorasim::calib
