@@ -32,7 +32,9 @@ std::string HfPeftStack::memory_note(const StackSpec& spec, bool, const std::str
 
 std::string HfPeftStack::host_bound_note(const std::string& host_spread) const {
   return "host-bound splits vary with the CPU's speed: their range is ±" + host_spread +
-         " (host_spread of the profile)";
+         " (host_spread of the profile) on a machine like the calibration's; another machine's CPU can differ by "
+         "far more (docs/cost-model.md, \"Range\"): `lorasim calibrate --stack " +
+         std::string(name()) + "` or the tuner measures yours";
 }
 
 }  // namespace lorasim::model
