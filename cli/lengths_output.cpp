@@ -7,6 +7,7 @@
 #include "cli/format.h"
 #include "cli/hf_arguments.h"
 #include "cli/no_fit_advice.h"
+#include "cli/recommend_lines.h"
 #include "model/analytics.h"
 #include "model/lengths.h"
 
@@ -183,6 +184,7 @@ void print_lengths_table(std::ostream& out, const sim::Request& req, const hw::P
           << percent(r.lengths[*advice.next_best].padding_fraction);
     }
     out << "\n";
+    print_near_miss(out, res, both);
   }
   for (const auto& n : notes) out << "note: " << n << "\n";
 }

@@ -8,6 +8,11 @@
 namespace lorasim::cli {
 namespace {
 
+// A refused split whose need is within this share of the usable memory is named as a near miss:
+// the worst case is set above every peak it was measured against (docs/cost-model.md, "Worst
+// case"; docs/lengths.md, "At the memory limit"), so such a split may well run.
+constexpr double kNearMiss = 0.10;
+
 // Splits closer than this are one answer: step times of one split vary by a few percent from
 // run to run (bench/results/h200/README.md), so "1.0x faster" would promise what noise undoes.
 constexpr double kBarelyMatters = 1.05;
@@ -40,6 +45,30 @@ const sim::Split* runner_up(const sim::Result& r) {
   for (const sim::Split& s : r.splits)
     if (s.rank == 2) return &s;
   return nullptr;
+}
+
+const sim::Split* near_miss(const sim::Result& r) {
+  if (!r.recommended) return nullptr;
+  const sim::Split* out = nullptr;
+  for (const sim::Split& s : r.splits) {
+    const double needs = s.needed_bytes > 0 ? s.needed_bytes : s.worst_reserved_bytes;
+    if (!s.fits && !s.measured && s.step_time_s < r.splits[*r.recommended].step_time_s &&
+        needs <= (1 + kNearMiss) * r.usable_memory_bytes && (!out || s.step_time_s < out->step_time_s))
+      out = &s;
+  }
+  return out;
+}
+
+void print_near_miss(std::ostream& out, const sim::Result& r, bool both) {
+  const sim::Split* s = near_miss(r);
+  if (!s) return;
+  const double needs = s->needed_bytes > 0 ? s->needed_bytes : s->worst_reserved_bytes;
+  const sim::Split& best = r.splits[*r.recommended];
+  out << "near miss:   " << split_phrase(*s, both) << " would be "
+      << fixed(100 * (1 - s->step_time_s / best.step_time_s), 0) << "% faster and needs " << human_bytes(needs) << ", "
+      << fixed(100 * (needs / r.usable_memory_bytes - 1), 0) << "% over the " << human_bytes(r.usable_memory_bytes)
+      << " usable; lorasim's worst case lies above every peak it was measured against, so it may run: the tuner "
+         "(lorasim_hf.tune, or LorasimTuner under Lightning) tries it on your GPU\n";
 }
 
 const sim::Split* fastest_refused(const sim::Result& r) {
@@ -88,6 +117,7 @@ void print_recommendation(std::ostream& out, const sim::Request& req, const sim:
   if (const sim::Split* refused = fastest_refused(r))
     out << "refused:     " << split_phrase(*refused, both) << ": " << human_seconds(refused->step_time_s)
         << " per step, but " << why_refused(*refused, r.usable_memory_bytes) << "\n";
+  print_near_miss(out, r, both);
   if (c.trainer == "sft" && both && !best.grad_ckpt)
     out << "note: SFTConfig turns gradient checkpointing on unless told: this split is faster without it, so pass "
            "gradient_checkpointing=False (the flags above do)\n";
@@ -103,6 +133,10 @@ void add_recommendation_json(nlohmann::json& j, const sim::Request& req, const s
   if (const sim::Split* refused = fastest_refused(r)) {
     j["recommended"]["refused"] = split_ref(*refused);
     j["recommended"]["refused"]["why"] = why_refused(*refused, r.usable_memory_bytes);
+  }
+  if (const sim::Split* near = near_miss(r)) {
+    j["recommended"]["near_miss"] = split_ref(*near);
+    j["recommended"]["near_miss"]["needed_bytes"] = near->needed_bytes > 0 ? near->needed_bytes : near->worst_reserved_bytes;
   }
 }
 
