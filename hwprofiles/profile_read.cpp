@@ -271,15 +271,13 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
     if (f.optional && (t == tables.end() || !t->second->get(f.key))) continue;
     f.of(p.hw) = r.number(*t->second, f.section, f.key);
   }
-  // A section of a stack with a base (lightning) written before the stack owned one of its rows
-  // reads the base's value for it, as the stack does without a section: not the table's prior.
+  // A section of a stack with a base (lightning) that does not set one of its rows reads the
+  // base's value for it, as the stack does without a section: not the table's prior.
   for (const StackSection& s : stack_sections()) {
     const auto t = tables.find(s.section);
-    const char* base = model::training_stack(s.stack).base_stack();
-    if (t == tables.end() || !base) continue;
-    const model::StackKind b = model::find_stack(base)->kind();
+    if (t == tables.end() || !model::training_stack(s.stack).base_stack()) continue;
     for (const model::Coefficient& row : model::coefficient_table())
-      if (row.field && row.owned_by(s.stack) && !t->second->get(row.name)) p.hw.value(row, s.stack) = p.hw.value(row, b);
+      if (row.field && row.owned_by(s.stack) && !t->second->get(row.name)) p.hw.origin(s.stack).inherited.insert(row.name);
   }
 
   // Optional: a profile without it predicts data-parallel runs from its link kind's prior.

@@ -211,7 +211,9 @@ namespace {
 bool same_origins(const model::HardwareModel& a, const model::HardwareModel& b) {
   for (size_t i = 0; i < std::max(a.origins.size(), b.origins.size()); ++i) {
     const model::StackKind k{static_cast<int>(i)};
-    if (a.origin(k).calibrated != b.origin(k).calibrated || a.origin(k).source != b.origin(k).source) return false;
+    if (a.origin(k).calibrated != b.origin(k).calibrated || a.origin(k).source != b.origin(k).source ||
+        a.origin(k).inherited != b.origin(k).inherited)
+      return false;
   }
   return true;
 }

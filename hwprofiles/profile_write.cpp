@@ -88,6 +88,7 @@ void write_numbers(std::ostringstream& os, const Profile& p, const std::string& 
   model::HardwareModel hw = p.hw;
   for (const auto& f : number_fields()) {
     if (section != f.section) continue;
+    if (f.stored && hw.origin(f.stored->stack).inherited.count(f.key)) continue;  // the base's, read again
     const double v = f.of(hw);
     os << f.key << " = " << (f.bytes ? format_bytes(v) : format_double(v)) << "\n";
   }

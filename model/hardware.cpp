@@ -61,7 +61,7 @@ const Coefficient& row_named(std::string_view name) {
 }  // namespace
 
 double HardwareModel::value(const Coefficient& row, StackKind stack) const {
-  if (!origin(stack).has_values && row.owned_by(stack))
+  if ((!origin(stack).has_values || origin(stack).inherited.count(row.name)) && row.owned_by(stack))
     if (const char* base = training_stack(stack).base_stack())
       if (const TrainingStack* b = find_stack(base)) return value(row, b->kind());
   const int slot = row.slot[static_cast<size_t>(stack.index)];
@@ -114,6 +114,7 @@ void store(const Coefficients& c, StackKind stack, HardwareModel& hw) {
   for (const Coefficient& row : coefficient_table())
     if (row.field && row.owned_by(stack)) hw.value(row, stack) = c.*row.field;
   hw.origin(stack).has_values = true;
+  hw.origin(stack).inherited.clear();
 }
 
 }  // namespace lorasim::model

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,9 @@ struct StackOrigin {
   /// The profile holds values of the stack's own (its section, or a fit stored them); a stack
   /// with a base (TrainingStack::base_stack) reads its base's values until then.
   bool has_values = false;
+  /// Rows of a stack with a base that its section does not set: they read the base's value, as
+  /// the whole stack does without a section, so a later calibration of the base reaches them.
+  std::set<std::string> inherited;
 };
 
 struct HardwareModel {

@@ -39,6 +39,23 @@ TEST(LightningProfileTest, TheEmbeddedH100HasLightningsDeviceScalesAndHfPeftsHos
     EXPECT_EQ(hw.value(row, kPl), hw.value(row, kHf)) << row;
 }
 
+// Those host terms follow hf-peft's, not a copy taken when the profile was read: a calibration of
+// hf-peft on the user's machine (from the embedded H100) reaches Lightning's predictions, in
+// memory and through the file it writes.
+TEST(LightningProfileTest, InheritedRowsFollowACalibrationOfTheBase) {
+  Profile p = builtin_profile("h100-sxm");
+  p.hw.value("host_per_op_s", kHf) = 4.2e-5;  // as `lorasim calibrate --stack hf-peft` stores it
+  const model::HardwareModel& hw = p.hw;       // what predictions read (model::resolve)
+  EXPECT_EQ(hw.value("host_per_op_s", kPl), 4.2e-5);
+  const std::string text = to_toml(p);
+  const std::string section = text.substr(text.find("[stack.lightning]"));
+  EXPECT_EQ(section.find("\nhost_per_op_s = "), std::string::npos) << section;
+  EXPECT_NE(section.find("\ndevice_scale = "), std::string::npos) << section;
+  const Profile back = parse_profile(text, "test.toml");
+  EXPECT_EQ(back.hw.value("host_per_op_s", kPl), 4.2e-5);
+  EXPECT_EQ(back.hw.value("device_scale", kPl), hw.value("device_scale", kPl));
+}
+
 TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
   Profile p = builtin_profile("h100-sxm");
   p.hw.value("host_fixed_s", kPl) = 4.0e-3;

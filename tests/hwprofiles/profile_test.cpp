@@ -336,7 +336,10 @@ TEST(ProfileTest, EveryCoefficientOfTheTableRoundTripsThroughToml) {
   // One distinct value per stored value of the table, inside its range: to_toml writes each
   // under its section and key, and parse_profile reads each back into the same slot.
   Profile p = builtin_profile("h100-sxm");
-  for (int s = 0; s < model::stack_count(); ++s) p.hw.origin(model::StackKind{s}).has_values = true;
+  for (int s = 0; s < model::stack_count(); ++s) {
+    p.hw.origin(model::StackKind{s}).has_values = true;  // every stack holding every value of its own
+    p.hw.origin(model::StackKind{s}).inherited.clear();
+  }
   const auto& values = model::stored_values();
   for (size_t i = 0; i < values.size(); ++i) {
     const model::Range r = values[i].entry().range;
