@@ -136,7 +136,8 @@ void add_recommendation_json(nlohmann::json& j, const sim::Request& req, const s
   }
   if (const sim::Split* near = near_miss(r)) {
     j["recommended"]["near_miss"] = split_ref(*near);
-    j["recommended"]["near_miss"]["needed_bytes"] = near->needed_bytes > 0 ? near->needed_bytes : near->worst_reserved_bytes;
+    j["recommended"]["near_miss"]["needed_bytes"] =
+        near->needed_bytes > 0 ? near->needed_bytes : near->worst_reserved_bytes;
   }
 }
 

@@ -277,7 +277,8 @@ Profile parse_profile(std::string_view toml_text, const std::string& source_name
     const auto t = tables.find(s.section);
     if (t == tables.end() || !model::training_stack(s.stack).base_stack()) continue;
     for (const model::Coefficient& row : model::coefficient_table())
-      if (row.field && row.owned_by(s.stack) && !t->second->get(row.name)) p.hw.origin(s.stack).inherited.insert(row.name);
+      if (row.field && row.owned_by(s.stack) && !t->second->get(row.name))
+        p.hw.origin(s.stack).inherited.insert(row.name);
   }
 
   // Optional: a profile without it predicts data-parallel runs from its link kind's prior.

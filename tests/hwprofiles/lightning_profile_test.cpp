@@ -35,7 +35,8 @@ TEST(LightningProfileTest, TheEmbeddedH100HasLightningsDeviceScalesAndHfPeftsHos
   ASSERT_TRUE(hw.origin(kPl).has_values);
   EXPECT_FALSE(hw.origin(kPl).calibrated);
   EXPECT_LT(hw.value("device_scale", kPl), hw.value("device_scale", kHf));
-  for (const char* row : {"host_fixed_s", "host_per_op_s", "optimizer_fixed_s", "optimizer_per_tensor_s", "saved_scale"})
+  for (const char* row :
+       {"host_fixed_s", "host_per_op_s", "optimizer_fixed_s", "optimizer_per_tensor_s", "saved_scale"})
     EXPECT_EQ(hw.value(row, kPl), hw.value(row, kHf)) << row;
 }
 
