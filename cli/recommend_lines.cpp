@@ -26,10 +26,13 @@ std::string short_name(const sim::Split& s, bool both) {
   return std::to_string(s.micro_batch) + "x" + std::to_string(s.accumulation) + (both && s.grad_ckpt ? " ckpt" : "");
 }
 
+// What decides whether `s` fits: what it needs at the limit, where the simulator gave it.
+double needs_bytes(const sim::Split& s) { return s.needed_bytes > 0 ? s.needed_bytes : s.worst_reserved_bytes; }
+
 // What decided that `s` does not fit.
 std::string why_refused(const sim::Split& s, double usable_bytes) {
   if (s.measured_oom) return "it ran out of memory when measured";
-  const double needs = s.needed_bytes > 0 ? s.needed_bytes : s.worst_reserved_bytes;
+  const double needs = needs_bytes(s);
   return "it needs " + human_bytes(needs) + (s.measured ? " (measured)" : " in the worst case") + ", over the " +
          human_bytes(usable_bytes) + " usable";
 }
@@ -51,7 +54,7 @@ const sim::Split* near_miss(const sim::Result& r) {
   if (!r.recommended) return nullptr;
   const sim::Split* out = nullptr;
   for (const sim::Split& s : r.splits) {
-    const double needs = s.needed_bytes > 0 ? s.needed_bytes : s.worst_reserved_bytes;
+    const double needs = needs_bytes(s);
     if (!s.fits && !s.measured && s.step_time_s < r.splits[*r.recommended].step_time_s &&
         needs <= (1 + kNearMiss) * r.usable_memory_bytes && (!out || s.step_time_s < out->step_time_s))
       out = &s;
@@ -62,7 +65,7 @@ const sim::Split* near_miss(const sim::Result& r) {
 void print_near_miss(std::ostream& out, const sim::Result& r, bool both) {
   const sim::Split* s = near_miss(r);
   if (!s) return;
-  const double needs = s->needed_bytes > 0 ? s->needed_bytes : s->worst_reserved_bytes;
+  const double needs = needs_bytes(*s);
   const sim::Split& best = r.splits[*r.recommended];
   out << "near miss:   " << split_phrase(*s, both) << " would be "
       << fixed(100 * (1 - s->step_time_s / best.step_time_s), 0) << "% faster and needs " << human_bytes(needs) << ", "
@@ -136,8 +139,7 @@ void add_recommendation_json(nlohmann::json& j, const sim::Request& req, const s
   }
   if (const sim::Split* near = near_miss(r)) {
     j["recommended"]["near_miss"] = split_ref(*near);
-    j["recommended"]["near_miss"]["needed_bytes"] =
-        near->needed_bytes > 0 ? near->needed_bytes : near->worst_reserved_bytes;
+    j["recommended"]["near_miss"]["needed_bytes"] = needs_bytes(*near);
   }
 }
 
