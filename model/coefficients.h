@@ -130,6 +130,9 @@ struct Coefficients {
   /// because later runs on the machine do not pay it.
   double cold_start_s = 0;
   double varying_share_default = 0, varying_bound_default = 0, varying_need_default = 0;
+  /// varying_need_default where every micro-batch has the worst one's width, for checkpointed
+  /// runs: their need falls linearly from varying_need_default as that width recurs.
+  double varying_need_recurring = 0;
   double varying_share_expandable = 0, varying_bound_expandable = 0;
   /// TRL's fused LM head: device seconds per token beyond what its FLOPs and traffic count.
   double fused_head_s_per_token = 0;

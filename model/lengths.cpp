@@ -147,6 +147,17 @@ std::vector<LengthProbability> longest_of(const LengthDistribution& d, int64_t m
   return out;
 }
 
+double worst_width_reach(const LengthDistribution& d, const Padding& p, int64_t micro_batch) {
+  const std::vector<double> f = cdf_powers(d, micro_batch);
+  if (p.mode == PaddingMode::padding_free) return 0;
+  const int64_t max = d.max_length_tokens();
+  const int64_t worst = padded_length_tokens(p, d.longest_tokens(), max);
+  double narrower = 0;  // P(the longest of b pads narrower than the worst) = F(l)^b at the last such bin
+  for (size_t i = 0; i < f.size() && padded_length_tokens(p, d.bins()[i].length_tokens, max) < worst; ++i)
+    narrower = f[i];
+  return 1 - narrower;
+}
+
 double expected_longest_tokens(const LengthDistribution& d, int64_t micro_batch) {
   return expected_padded_length(d, Padding{}, micro_batch);
 }

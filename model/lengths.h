@@ -148,6 +148,11 @@ struct WorstMicroBatch {
 /// Throws InputError unless the micro-batch is positive, or when its tokens exceed int64.
 WorstMicroBatch worst_micro_batch(const LengthDistribution& d, const Padding& p, int64_t micro_batch);
 
+/// How often a random micro-batch of `micro_batch` sequences has the worst one's padded width:
+/// 1 - F(l)^b, l the longest length that pads narrower (1 where every length pads alike). Under
+/// padding-free a micro-batch's shape is its token count, which the worst one's rarely repeats: 0.
+double worst_width_reach(const LengthDistribution& d, const Padding& p, int64_t micro_batch);
+
 /// Rows one pass over the data makes: its sequences, or under packing its tokens in rows of
 /// the maximum length (rounded up).
 int64_t rows_per_epoch(const LengthDistribution& d, const Padding& p);

@@ -125,8 +125,16 @@ void set_epoch_range(const Split& s, LengthFigures& f) {
   f.epoch_time_high_s = f.epoch_time_s + steps * (s.step_time_high_s - s.step_time_s) + f.cold_start_s;
 }
 
+double varying_need_share(const model::Coefficients& c, const model::Workload& w, double worst_width_reach) {
+  if (!w.train.grad_ckpt) return c.varying_need_default;
+  const double reach = std::clamp(worst_width_reach, 0.0, 1.0);
+  return c.varying_need_default + reach * (c.varying_need_recurring - c.varying_need_default);
+}
+
 void set_worst_micro_batch_memory(const model::Coefficients& c, const model::Workload& w, model::AllocatorMode allocator,
-                                  const model::MemoryEstimate& worst, double activations, bool varying, Split& s) {
+                                  const model::MemoryEstimate& worst, double activations, const ShapeVariation& shapes,
+                                  Split& s) {
+  const bool varying = shapes.varying;
   const double options =
       varying && !model::runs_worst_case_options(w) ? c.worst_case_margin_options * worst.variable_bytes : 0.0;
   const double fixed_shape_worst = worst.worst_reserved_bytes + options;
@@ -135,8 +143,8 @@ void set_worst_micro_batch_memory(const model::Coefficients& c, const model::Wor
   s.worst_reserved_bytes = fixed_shape_worst + (varying ? varying_shape_share(c, allocator, true) * activations : 0);
   s.needed_bytes = s.worst_reserved_bytes;
   if (varying && allocator == model::AllocatorMode::default_segments && c.varying_need_default > 0) {
-    const double at_limit =
-        std::max(fixed_shape_worst, worst.peak_allocated_bytes + c.varying_need_default * activations);
+    const double share = varying_need_share(c, w, shapes.worst_width_reach);
+    const double at_limit = std::max(fixed_shape_worst, worst.peak_allocated_bytes + share * activations);
     s.needed_bytes = std::min(s.worst_reserved_bytes, at_limit);
   }
 }
@@ -292,7 +300,9 @@ GpuStep LengthsSource::step(int64_t b, int64_t a, std::mt19937_64& rng) {
   const model::MemoryEstimate m = costs_.at(f.worst_padded_length_tokens).memory(b);
   g.worst_memory = m;
   f.activation_bytes = std::max(0.0, m.peak_allocated_bytes - costs_.static_bytes());
-  set_worst_micro_batch_memory(coef, r_.workload, r_.workload.stack.allocator, m, f.activation_bytes, varying_, s);
+  f.worst_width_reach = varying_ ? model::worst_width_reach(d_, padding_, b) : 1.0;
+  set_worst_micro_batch_memory(coef, r_.workload, r_.workload.stack.allocator, m, f.activation_bytes,
+                               {varying_, f.worst_width_reach}, s);
   f.varying_shape_bytes = s.peak_reserved_bytes - m.peak_reserved_bytes;
   f.varying_shape_worst_bytes = s.worst_reserved_bytes - m.worst_reserved_bytes;
   return g;

@@ -30,18 +30,30 @@ void set_epoch_range(const Split& s, LengthFigures& f);
 /// peak adds.
 double varying_shape_share(const model::Coefficients& c, model::AllocatorMode allocator, bool bound);
 
-/// A split's memory from its worst micro-batch (`worst`: its memory at its row length; `varying`:
-/// whether the data's micro-batches take more than one shape): the allocated peak, the expected
-/// and worst reserved with the allocator's hold for varying shapes (varying_shape_share), and
-/// what it needs not to run out of memory (Split::needed_bytes). At the memory limit PyTorch's
-/// default allocator frees its unused cached segments and retries before it fails, so a split of
-/// varying shapes needs the allocated peak plus the profile's varying_need_default share of the
-/// activations -- never less than the fixed-shape worst case, never more than the unbounded hold
-/// (worst_reserved_bytes, which it is for expandable segments, one shape, or a share of 0).
-/// Shapes that vary are one of the options whose counts missed more: their worst case adds the
-/// stack's worst_case_margin_options where `w`'s own options did not already.
+/// How a split's micro-batch shapes vary: at all, and how often a micro-batch has the worst
+/// one's width (model::worst_width_reach, or the share of a run's recorded widths).
+struct ShapeVariation {
+  bool varying = false;
+  double worst_width_reach = 0;
+};
+
+/// The share of the worst micro-batch's activations that PyTorch's default allocator needs at
+/// the memory limit beyond its allocated peak: varying_need_default, or for a checkpointed
+/// workload the line from it down to varying_need_recurring as the worst width recurs.
+double varying_need_share(const model::Coefficients& c, const model::Workload& w, double worst_width_reach);
+
+/// A split's memory from its worst micro-batch (`worst`: its memory at its row length): the
+/// allocated peak, the expected and worst reserved with the allocator's hold for varying shapes
+/// (varying_shape_share), and what it needs not to run out of memory (Split::needed_bytes). At
+/// the memory limit PyTorch's default allocator frees its unused cached segments and retries
+/// before it fails, so a split of varying shapes needs the allocated peak plus
+/// varying_need_share of the activations -- never less than the fixed-shape worst case, never
+/// more than the unbounded hold (worst_reserved_bytes, which it is for expandable segments, one
+/// shape, or a share of 0). Shapes that vary are one of the options whose counts missed more:
+/// their worst case adds the stack's worst_case_margin_options where `w`'s own options did not.
 void set_worst_micro_batch_memory(const model::Coefficients& c, const model::Workload& w, model::AllocatorMode allocator,
-                                  const model::MemoryEstimate& worst, double activations, bool varying, Split& s);
+                                  const model::MemoryEstimate& worst, double activations, const ShapeVariation& shapes,
+                                  Split& s);
 
 /// Whether micro-batches of `d` padded by `p` can take more than one shape.
 bool shapes_vary(const model::LengthDistribution& d, const model::Padding& p);

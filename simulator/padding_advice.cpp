@@ -56,7 +56,7 @@ void allocator_advice(const Request& r, const LengthsResult& res, const std::vec
   for (size_t i = 0; i < steps.size(); ++i) {
     Split s;
     set_worst_micro_batch_memory(coef, r.workload, model::AllocatorMode::expandable, steps[i].worst_memory,
-                                 res.lengths[i].activation_bytes, varying, s);
+                                 res.lengths[i].activation_bytes, {varying, res.lengths[i].worst_width_reach}, s);
     if (!(s.needed_bytes + delta <= res.result.usable_memory_bytes)) continue;
     // The fastest that fits; on equal time the earlier, as the ranking keeps it.
     if (!first || res.lengths[i].epoch_time_s < res.lengths[*first].epoch_time_s) first = i;

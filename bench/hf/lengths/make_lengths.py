@@ -7,6 +7,8 @@
                 log-normal median 900 sigma 0.45; truncated (clipped) at 2048
   fixed512.csv, fixed1024.csv   every sequence 512 (1024) tokens: no padding at all, the
                 controls that padded micro-batches of the same widths are compared with
+  chat1024.csv  chat's draws truncated at 1024, SFTTrainer's default max_length: a spike at
+                the maximum that a fifth of the sequences reach
   uniform1024.csv   uniform on [8, 1024]: micro-batches as wide as the controls, about half padding
   steps1024.csv     256, 512, 768 or 1024 tokens, equally often: shapes vary but repeat, which
                 separates a cost per new shape from a cost per padded micro-batch
@@ -32,6 +34,10 @@ def chat(rng):
     return rng.lognormvariate(math.log(900), 0.45), 2048
 
 
+def chat1024(rng):
+    return chat(rng)[0], 1024
+
+
 def fixed(length):
     return lambda rng: (length, length)
 
@@ -46,7 +52,7 @@ def steps1024(rng):
 
 DISTRIBUTIONS = {"longtail": (longtail, 16), "chat": (chat, 17), "fixed512": (fixed(512), 18),
                  "fixed1024": (fixed(1024), 19), "uniform1024": (uniform1024, 20),
-                 "steps1024": (steps1024, 21)}  # name -> (draw, seed)
+                 "steps1024": (steps1024, 21), "chat1024": (chat1024, 17)}  # name -> (draw, seed)
 
 
 def histogram(draw, seed, n=N):
