@@ -21,8 +21,11 @@ TEST(LightningProfileTest, ReadsHfPeftsValuesWithoutASectionOfItsOwn) {
   const model::HardwareModel hw = builtin_profile("h200").hw;
   ASSERT_TRUE(hw.origin(kHf).calibrated);
   ASSERT_FALSE(hw.origin(kPl).has_values);
-  for (const model::Coefficient& c : model::coefficient_table())
-    if (c.field) EXPECT_EQ(hw.value(c, kPl), hw.value(c, kHf)) << c.name;
+  for (const model::Coefficient& c : model::coefficient_table()) {
+    if (c.field) {
+      EXPECT_EQ(hw.value(c, kPl), hw.value(c, kHf)) << c.name;
+    }
+  }
   // hf-peft's calibrated host term, not the table's prior.
   EXPECT_NE(hw.value("host_fixed_s", kPl), model::find_coefficient("host_fixed_s")->in(kPl).prior);
   EXPECT_EQ(to_toml(builtin_profile("h200")).find("[stack.lightning]"), std::string::npos);
@@ -65,7 +68,7 @@ TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
   p.hw.value("optimizer_per_tensor_s", kPl) = 2.0e-5;
   p.hw.value("device_scale", kPl) = 0.98;
   p.hw.value("head_device_scale", kPl) = 0.66;
-  p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true};
+  p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true, {}};
   const std::string text = to_toml(p);
   ASSERT_NE(text.find("[stack.lightning]"), std::string::npos);
   const Profile back = parse_profile(text, "test.toml");
@@ -85,7 +88,7 @@ TEST(LightningProfileTest, ItsOwnSectionSetsTheLoopsTermsAndRoundTrips) {
 TEST(LightningProfileTest, ASectionWithoutTheDeviceScalesReadsHfPeftsValues) {
   Profile p = builtin_profile("h100-sxm");
   p.hw.value("host_per_op_s", kPl) = 3.0e-5;
-  p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true};
+  p.hw.origin(kPl) = {true, "lorasim calibrate --stack lightning, test", true, {}};
   std::string text = to_toml(p);
   const size_t section = text.find("[stack.lightning]");
   ASSERT_NE(section, std::string::npos);

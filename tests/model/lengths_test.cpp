@@ -200,6 +200,22 @@ TEST(LengthsTest, PaddingModesOnAHandWorkedHistogram) {
   EXPECT_THROW(expected_micro_batch(d, Padding{}, 0), InputError);
 }
 
+TEST(LengthsTest, WorstWidthReachIsOneLessTheChanceThatAllPadNarrower) {
+  const LengthDistribution d = four();  // 100 x 1, 200 x 2, 400 x 1
+  // Padded to the longest: narrower than 400 with chance (3/4)^b.
+  EXPECT_DOUBLE_EQ(worst_width_reach(d, Padding{}, 1), 0.25);
+  EXPECT_DOUBLE_EQ(worst_width_reach(d, Padding{}, 2), 7.0 / 16);
+  // To multiples of 512 every length pads alike; of 256, 100 and 200 pad narrower than 400's 512.
+  EXPECT_EQ(worst_width_reach(d, Padding::multiple_of(512), 3), 1.0);
+  EXPECT_DOUBLE_EQ(worst_width_reach(d, Padding::multiple_of(256), 1), 0.25);
+  // Truncated at 200: 3 of 4 have the worst width.
+  EXPECT_DOUBLE_EQ(worst_width_reach(d.truncated(200), Padding{}, 1), 0.75);
+  EXPECT_EQ(worst_width_reach(LengthDistribution::fixed(512), Padding{}, 4), 1.0);
+  // Padding-free shapes are token counts, which the worst one's rarely repeats.
+  EXPECT_EQ(worst_width_reach(d, parse_padding("padding-free"), 2), 0.0);
+  EXPECT_THROW(worst_width_reach(d, Padding{}, 0), InputError);
+}
+
 TEST(LengthsTest, GroupByLengthPadsEachSortedGroupToItsLongest) {
   const LengthDistribution d = four();
   // b = 2: [100 200] [200 400]: (2 x 200 + 2 x 400) / 4 = 300 per sequence.

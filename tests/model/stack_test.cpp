@@ -208,7 +208,7 @@ TEST(StackTermsTest, EveryHfPeftNumberIsOneRowOfItsSection) {
     ++n;
     EXPECT_EQ(v.stack, kHf) << v.row->name;
   }
-  EXPECT_EQ(n, 35u);  // with overlap_loss, a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s, varying_need_default, worst_case_margin, worst_case_margin_options and worst_case_bytes
+  EXPECT_EQ(n, 36u);  // with overlap_loss, a quantized base's host_per_quant_call_s, dequant_s_per_weight_byte and reserved_quant_fused_share, first_step_s, first_step_fused_head_s, cold_start_s, varying_need_default, varying_need_recurring, worst_case_margin, worst_case_margin_options and worst_case_bytes
   EXPECT_EQ(find_coefficient("device_scale")->in(kHf).range, Range::positive);
   // The spreads may be 0 (a point prediction) and stay below 1 (a bound above 0 s).
   for (const char* name : {"host_spread", "device_spread"}) EXPECT_EQ(find_coefficient(name)->in(kHf).range, Range::fraction);

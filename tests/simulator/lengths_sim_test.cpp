@@ -191,6 +191,40 @@ TEST(LengthsSimTest, AtTheLimitTheDefaultAllocatorNeedsItsAllocatedPeakPlusTheMe
     EXPECT_EQ(s.needed_bytes, s.worst_reserved_bytes);
 }
 
+// Checkpointed, the need falls from varying_need_default to varying_need_recurring with the chance
+// that a micro-batch has the worst width; without checkpointing it stays varying_need_default.
+TEST(LengthsSimTest, ACheckpointedNeedFallsAsTheWorstWidthRecurs) {
+  const model::LengthDistribution d = model::LengthDistribution::from_bins({{100, 30}, {1024, 10}});
+  sim::Request r = request(4, d);
+  r.workload.stack = model::StackSpec{};
+  r.workload.stack.allocator = model::AllocatorMode::default_segments;
+  r.workload.train.grad_ckpt = true;
+  r.hardware.value("varying_bound_default", model::StackKind::hf_peft) = 3.0;
+  r.hardware.value("varying_need_default", model::StackKind::hf_peft) = 0.6;
+  r.hardware.value("varying_need_recurring", model::StackKind::hf_peft) = 0.2;
+  const sim::LengthsResult l = sim::simulate_lengths(r);
+  int decided_by_share = 0;
+  for (size_t i = 0; i < l.result.splits.size(); ++i) {
+    const sim::Split& s = l.result.splits[i];
+    const double reach = 1 - std::pow(0.75, static_cast<double>(s.micro_batch));
+    EXPECT_DOUBLE_EQ(l.lengths[i].worst_width_reach, reach);
+    const model::MemoryEstimate m = cost_at(r, 1024).memory(s.micro_batch);
+    const double share = 0.6 - 0.4 * reach, act = l.lengths[i].activation_bytes;
+    const double fixed_shape = s.worst_reserved_bytes - 3.0 * act;  // the bound adds 3.0 x activations
+    const double at_limit = m.peak_allocated_bytes + share * act;
+    EXPECT_NEAR(s.needed_bytes, std::min(s.worst_reserved_bytes, std::max(fixed_shape, at_limit)), 1.0) << s.micro_batch;
+    decided_by_share += at_limit > fixed_shape;
+  }
+  EXPECT_GT(decided_by_share, 0);
+  model::Workload w = r.workload;
+  const model::Coefficients c = model::stack_model(r.hardware, model::StackKind::hf_peft).c;
+  EXPECT_DOUBLE_EQ(sim::varying_need_share(c, w, 0.0), 0.6);
+  EXPECT_DOUBLE_EQ(sim::varying_need_share(c, w, 0.25), 0.5);
+  EXPECT_DOUBLE_EQ(sim::varying_need_share(c, w, 1.0), 0.2);
+  w.train.grad_ckpt = false;
+  EXPECT_DOUBLE_EQ(sim::varying_need_share(c, w, 1.0), 0.6);
+}
+
 TEST(LengthsSimTest, GroupingByLengthPadsLessAndStepsFaster) {
   const sim::Request r = request(16, model::LengthDistribution::from_bins({{64, 500}, {256, 300}, {1024, 100}}));
   sim::LengthsOptions grouped;
