@@ -39,6 +39,7 @@ void add_lengths_json(nlohmann::json& j, const sim::Request& req, const sim::Len
     s["worst_padded_length_tokens"] = f.worst_padded_length_tokens;
     s["activation_bytes"] = static_cast<int64_t>(f.activation_bytes);
     s["worst_width_reach"] = f.worst_width_reach;
+    s["varying_need_share"] = f.varying_need_share;
     s["varying_shape_bytes"] = static_cast<int64_t>(f.varying_shape_bytes);
     s["varying_shape_worst_bytes"] = static_cast<int64_t>(f.varying_shape_worst_bytes);
     s["steps_per_epoch"] = f.steps_per_epoch;

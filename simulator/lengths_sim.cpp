@@ -301,6 +301,8 @@ GpuStep LengthsSource::step(int64_t b, int64_t a, std::mt19937_64& rng) {
   g.worst_memory = m;
   f.activation_bytes = std::max(0.0, m.peak_allocated_bytes - costs_.static_bytes());
   f.worst_width_reach = varying_ ? model::worst_width_reach(d_, padding_, b) : 1.0;
+  if (varying_ && r_.workload.stack.allocator == model::AllocatorMode::default_segments)
+    f.varying_need_share = varying_need_share(coef, r_.workload, f.worst_width_reach);
   set_worst_micro_batch_memory(coef, r_.workload, r_.workload.stack.allocator, m, f.activation_bytes,
                                {varying_, f.worst_width_reach}, s);
   f.varying_shape_bytes = s.peak_reserved_bytes - m.peak_reserved_bytes;

@@ -54,6 +54,7 @@ struct LengthFigures {
   int64_t worst_padded_length_tokens = 0;  ///< row length of the worst micro-batch (b longest together)
   double activation_bytes = 0;           ///< the worst micro-batch's peak allocated less the static bytes
   double worst_width_reach = 0;          ///< how often a micro-batch has the worst one's width (1: one shape)
+  double varying_need_share = 0;         ///< varying_need_share at the worst width's reach (default allocator, shapes vary)
   double varying_shape_bytes = 0;        ///< what peak reserved adds for varying shapes (varying_shape_share)
   double varying_shape_worst_bytes = 0;  ///< what worst reserved adds for them
   int64_t steps_per_epoch = 0;           ///< ceil(rows of one pass / effective batch)

@@ -38,6 +38,22 @@ def simulate(lorasim, r, limit_bytes=None):
 ROLES = {c[0]: c[6] for c in pressure_runs.CELLS}
 
 
+def need_share(c):
+    """What lorasim says the cell needs, as a share of its activations above its allocated peak: the
+    varying_need_share line's, or the fixed-shape worst case's where that is larger."""
+    s = c["s"]
+    return (s["needed_bytes"] - s["peak_allocated_bytes"]) / s["activation_bytes"]
+
+
+def share_verdict(c):
+    """The verdict on varying_need_share alone: a stricter test than `needs`, which the fixed-shape worst case
+    can lift above it."""
+    share = c["s"]["varying_need_share"]
+    if c["share_ok"] is not None and share >= c["share_ok"] - 1e-9:
+        return "safe"
+    return "unsafe" if c["share_fail"] is not None and share <= c["share_fail"] else "between"
+
+
 def fit_need(fit):
     """The two shares of varying_need_share: the rare end R (every cell without checkpointing needs at most R)
     and the recurring end C (a checkpointed cell reached by its worst width with probability r needs at most
@@ -107,18 +123,27 @@ def main():
            "predicted allocated peak plus shares of its predicted activations (a coarse grid first, finer ones "
            "where the boundary lay), the data's longest sequences together as the last micro-batch. A cell's "
            "runs are pooled over leases and cards. `needs` is lorasim's `needed_bytes`, which decides `fits`; "
-           "`worst` the unbounded hold (`worst_reserved_bytes`). FIT cells set `varying_need_default` "
-           "(`--fit`); the others are held out.\n",
-           "| runs | cell | role | predicted allocated | measured allocated | largest cap out of memory | smallest cap that ran | needs | worst | verdict |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "`worst` the unbounded hold (`worst_reserved_bytes`). FIT cells set `varying_need_default` and "
+           "`varying_need_recurring` (`--fit`); the others are held out. `reach`: how often a micro-batch has the "
+           "worst one's width (`worst_width_reach`); `share needed`: the share of the activations above the allocated "
+           "peak the cell needed (between its failing and running caps); lorasim's share (`varying_need_share`: for "
+           "checkpointed cells it falls with the reach) and `needs` in that unit (never below the fixed-shape worst "
+           "case).\n",
+           "| runs | cell | role | reach | share needed | lorasim's share | needs as a share | predicted allocated | measured allocated | largest cap out of memory | smallest cap that ran | needs | worst | verdict | the share alone |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     g = lambda b: "-" if b is None else f"{b / GIB:.2f}"
     for c in sorted(cells, key=lambda c: (c["role"] != "fit", c["name"])):
-        out.append(f"| {c['runs']} | {c['name']} | {c['role']} | {g(c['s']['peak_allocated_bytes'])} | {g(c['alloc'])} | "
-                   f"{g(c['fail'])} | {g(c['ok'])} | {g(c['need'])} | {g(c['s']['worst_reserved_bytes'])} | {c['verdict']} |")
+        f2 = lambda x: "-" if x is None else f"{x:.2f}"
+        out.append(f"| {c['runs']} | {c['name']} | {c['role']} | {c['s']['worst_width_reach']:.2f} | "
+                   f"{f2(c['share_fail'])}-{f2(c['share_ok'])} | {c['s']['varying_need_share']:.3f} | {need_share(c):.3f} | {g(c['s']['peak_allocated_bytes'])} | {g(c['alloc'])} | "
+                   f"{g(c['fail'])} | {g(c['ok'])} | {g(c['need'])} | {g(c['s']['worst_reserved_bytes'])} | {c['verdict']} | {share_verdict(c)} |")
     held = [c for c in cells if c["role"] != "fit"]
     count = collections.Counter(c["verdict"] for c in held)
+    alone = collections.Counter(share_verdict(c) for c in held)
     out += ["", f"Held out: {count['safe']} of {len(held)} cells safe, {count['between']} between, "
-                f"{count['unsafe']} unsafe. One command per cell, e.g.", "", f"    lorasim {cells[0]['cmd']}", ""]
+                f"{count['unsafe']} unsafe. The share alone, without the fixed-shape floor: {alone['safe']} safe, "
+                f"{alone['between']} between, {alone['unsafe']} unsafe. One command per cell, e.g.", "",
+            f"    lorasim {cells[0]['cmd']}", ""]
     if validate:
         out += ["## Recommended splits under a cap, one epoch each (all held out)", "",
                 "`lorasim simulate --memory-limit <cap + 512 MiB context> --safety-margin 0` on the cell; the run "
