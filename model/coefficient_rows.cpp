@@ -309,7 +309,7 @@ std::vector<Coefficient> coefficient_rows() {
       row("varying_need_default", &K::varying_need_default, Term::shape, nullptr,
           "PyTorch's default allocator under varying shapes at the memory limit: memory needed beyond the worst "
           "micro-batch's allocated peak, per byte of its activations (0: the bound decides whether a split fits)",
-          fixed(0), hf(in(kHf, 0.344, nn, own))),
+          fixed(0), hf(in(kHf, 0.429, nn, own))),
       // With checkpointing, backward recomputes one block at a time, so the blocks it allocates
       // and frees reuse segments that earlier micro-batches cut: cut for the worst width where
       // that width recurs, too narrow where it is rare. Without checkpointing every block's
@@ -318,7 +318,7 @@ std::vector<Coefficient> coefficient_rows() {
       row("varying_need_recurring", &K::varying_need_recurring, Term::shape, nullptr,
           "varying_need_default for checkpointed runs where every micro-batch has the worst one's width; "
           "the share falls linearly from varying_need_default with how often a micro-batch has it",
-          fixed(0), hf(in(kHf, 0.022, nn, own))),
+          fixed(0), hf(in(kHf, 0.0, nn, own))),
       row("varying_share_expandable", &K::varying_share_expandable, Term::shape, nullptr,
           "expandable segments under varying shapes: expected extra reserved memory per byte of activations",
           fixed(0), hf(in(kHf, 0.0, nn, own))),
