@@ -28,3 +28,29 @@ calibrate_lightning() {
     --save-measurements "$work/calib-lightning-runs.csv" > "$work/calibrate.log" 2>&1
   grep -E "fit over|device_scale|host_per_op|took" "$work/calibrate.log" | tee -a "$OUT/summary.log"
 }
+# The host's dispatch timing before and after `lorasim calibrate --stack hf-peft` on $base: a lease's
+# timing and its fitted host_per_op_s as a pair (bench/results/gpu-transfer.md).
+host_pair() {
+  stage host
+  python3 bench/hf/host_dispatch.py --device cuda --seconds 3 --out "$work/dispatch-before.json" > "$work/dispatch.log" 2>&1
+  timeout 200 "$bin" calibrate --stack hf-peft --gpu "$base" --out "$work/hf.toml" \
+    --save-measurements "$work/calib-hf-runs.csv" > "$work/calibrate.log" 2>&1
+  echo "calibrate rc $?" >> "$work/calibrate.log"
+  python3 bench/hf/host_dispatch.py --device cuda --seconds 3 --out "$work/dispatch-after.json" >> "$work/dispatch.log" 2>&1
+  grep -h '"host_per_op_s"' "$work"/dispatch-*.json | tee -a "$OUT/summary.log"
+  grep -E '^host_per_op_s' "$work/hf.toml" | tee -a "$OUT/summary.log"
+}
+# bench/hf/pressure_runs.py per cell at once, each at its own activation shares (memory only):
+#   pressure_cells CAPS_FILE SECONDS "cell:share,share,... cell:..."
+pressure_cells() {
+  local caps=$1 left=$2 item cell shares
+  for item in $3; do
+    cell=${item%%:*} shares=${item#*:}
+    echo "$cell shares $shares" | tee -a "$OUT/summary.log"
+    python3 bench/hf/pressure_runs.py --caps "$caps" --cells "$cell" --shares "$shares" --budget-s $(( left - 15 )) \
+      --min-split-s 10 --gpu-budget-gib 10 --out-dir "$work" --rows "pressure-$cell-rows.jsonl" \
+      > "$work/pressure-$cell.log" 2>&1 &
+  done
+  wait
+  grep -h '^  q' "$work"/pressure-*.log | tee -a "$OUT/summary.log"
+}

@@ -16,15 +16,7 @@ gib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -
 gib=$(( gib / 1024 ))
 STAGES=" ${STAGES:-host pressure} "
 want() { [[ $STAGES == *" $1 "* ]]; }
-if want host; then
-  stage host
-  python3 bench/hf/host_dispatch.py --device cuda --seconds 3 --out "$work/dispatch-before.json" > "$work/dispatch.log" 2>&1
-  timeout 200 "$bin" calibrate --stack hf-peft --gpu "$base" --out "$work/hf.toml" \
-    --save-measurements "$work/calib-hf-runs.csv" > "$work/calibrate.log" 2>&1
-  echo "calibrate rc $?" >> "$work/calibrate.log"
-  python3 bench/hf/host_dispatch.py --device cuda --seconds 3 --out "$work/dispatch-after.json" >> "$work/dispatch.log" 2>&1
-  grep -h '"host_per_op_s"' "$work"/dispatch-*.json; grep -E 'host_per_op_s|rms' "$work/hf.toml" "$work/calibrate.log" | head -5
-fi
+want host && host_pair
 if want pressure; then
   stage pressure
   left=$(( 560 - ($(date +%s) - t0) ))

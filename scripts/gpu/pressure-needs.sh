@@ -14,13 +14,5 @@ caps=bench/hf/pressure-caps-recurring.json
 CELL_SHARES=${CELL_SHARES:-q3-sft-uniform-8x2:0.38,0.427,0.50 q3-sft-longtail-8x2:0.25,0.32,0.427 q3-sft-steps1024-4x4:0.25,0.45,0.734 q25-sft-longtail-16x1:0.20,0.287,0.344}
 stage pressure
 left=$(( ${BUDGET_S:-300} - ($(date +%s) - t0) ))
-for item in $CELL_SHARES; do
-  cell=${item%%:*} shares=${item#*:}
-  echo "$cell shares $shares" | tee -a "$OUT/summary.log"
-  python3 bench/hf/pressure_runs.py --caps "$caps" --cells "$cell" --shares "$shares" --budget-s $(( left - 15 )) \
-    --min-split-s 10 --gpu-budget-gib 10 --out-dir "$work" --rows "pressure-$cell-rows.jsonl" \
-    > "$work/pressure-$cell.log" 2>&1 &
-done
-wait
-grep -h '^  q' "$work"/pressure-*.log | tee -a "$OUT/summary.log"
+pressure_cells "$caps" "$left" "$CELL_SHARES"
 stage done

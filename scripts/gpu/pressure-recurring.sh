@@ -14,27 +14,14 @@ source scripts/gpu/lease.sh
 caps=bench/hf/pressure-caps-recurring.json
 RULE_R=${RULE_R:-0.344} RULE_C=${RULE_C:-0.022}
 CELLS=${CELLS:-q3-sft-longtail-8x2 q3-sft-longtail-4x4 q25-sft-longtail-16x1 q3-sft-chat1024-16x1 q3-sft-chat1024-8x2 q3-sft-steps1024-4x4 q3-sft-uniform-8x2}
-if [[ $base == h200 ]]; then
-  stage host
-  python3 bench/hf/host_dispatch.py --device cuda --seconds 3 --out "$work/dispatch-before.json" > "$work/dispatch.log" 2>&1
-  timeout 200 "$bin" calibrate --stack hf-peft --gpu "$base" --out "$work/hf.toml" \
-    --save-measurements "$work/calib-hf-runs.csv" > "$work/calibrate.log" 2>&1
-  echo "calibrate rc $?" >> "$work/calibrate.log"
-  python3 bench/hf/host_dispatch.py --device cuda --seconds 3 --out "$work/dispatch-after.json" >> "$work/dispatch.log" 2>&1
-  grep -h '"host_per_op_s"' "$work"/dispatch-*.json | tee -a "$OUT/summary.log"
-  grep -E '^host_per_op_s' "$work/hf.toml" | tee -a "$OUT/summary.log"
-fi
+[[ $base == h200 ]] && host_pair
 stage pressure
 left=$(( 570 - ($(date +%s) - t0) ))
+items=""
 for cell in $CELLS; do
-  shares=$(python3 -c "
+  items+=" $cell:$(python3 -c "
 import json; v = json.load(open('$caps'))['$cell']; s = $RULE_R + v['worst_width_reach'] * ($RULE_C - $RULE_R)
-print(','.join('%.3f' % max(0.0, s - d) for d in (0.08, 0.04, 0.0)))")
-  echo "$cell shares $shares" | tee -a "$OUT/summary.log"
-  python3 bench/hf/pressure_runs.py --caps "$caps" --cells "$cell" --shares "$shares" --budget-s $(( left - 15 )) \
-    --min-split-s 10 --gpu-budget-gib 10 --out-dir "$work" --rows "pressure-$cell-rows.jsonl" \
-    > "$work/pressure-$cell.log" 2>&1 &
+print(','.join('%.3f' % max(0.0, s - d) for d in (0.08, 0.04, 0.0)))")"
 done
-wait
-grep -h '^  q' "$work"/pressure-*.log | tee -a "$OUT/summary.log"
+pressure_cells "$caps" "$left" "$items"
 stage done
