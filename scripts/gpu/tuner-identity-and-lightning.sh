@@ -4,7 +4,8 @@
 #             math kernels and deterministic algorithms; tune-run1 had only cuDNN's attention)
 #   issue 30: `lorasim calibrate --stack lightning`, then the cap15 and lengths cells (truth, the
 #             tuner from the A10G prior, bit-identity) on this lease, scored with its own calibration
-# Writes under $OUT: machine.txt, summary.log, lightning.toml, results.tgz. BUDGET_S: the whole script.
+# Writes under $OUT: machine.txt, summary.log, lightning.toml, results.tgz. BUDGET_S: the whole script;
+# CELLS: the Lightning cells (default cap15,lengths).
 #   OUT=$OUT bash scripts/gpu/tuner-identity-and-lightning.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,6 +19,6 @@ calibrate_lightning
 stage "lightning cells"
 left=$(( ${BUDGET_S:-560} - ($(date +%s) - t0) ))
 timeout $(( left + 10 )) python3 bench/lightning/lightning_gpu.py --out-dir "$work/cells" --lorasim "$bin" \
-  --cells cap15,lengths --budget-s $(( left - 10 )) > "$work/cells.log" 2>&1
+  --cells "${CELLS:-cap15,lengths}" --budget-s $(( left - 10 )) > "$work/cells.log" 2>&1
 grep -h '^lightning_gpu' "$work/cells.log" | cut -c1-300 >> "$OUT/summary.log"
 stage done
