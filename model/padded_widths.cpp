@@ -68,6 +68,11 @@ int64_t micro_batch_count(const PaddedWidths& widths) {
 
 int64_t largest_width_tokens(const PaddedWidths& widths) { return widths.empty() ? 0 : widths.back().width_tokens; }
 
+double largest_width_share(const PaddedWidths& widths) {
+  const int64_t n = micro_batch_count(widths);
+  return n ? static_cast<double>(widths.back().micro_batches) / static_cast<double>(n) : 0;
+}
+
 double mean_width_tokens(const PaddedWidths& widths) {
   double tokens = 0;
   for (const PaddedWidth& w : widths)

@@ -26,9 +26,11 @@ std::string format_padded_widths(const PaddedWidths& widths);
 /// Throws InputError unless the histogram is what parse_padded_widths accepts.
 void validate_padded_widths(const PaddedWidths& widths);
 
-/// Micro-batches in all, the largest width, and the mean width over micro-batches.
+/// Micro-batches in all, the largest width, the share of micro-batches at the largest width, and
+/// the mean width over micro-batches.
 int64_t micro_batch_count(const PaddedWidths& widths);
 int64_t largest_width_tokens(const PaddedWidths& widths);
+double largest_width_share(const PaddedWidths& widths);
 double mean_width_tokens(const PaddedWidths& widths);
 
 /// Counts the width of each micro-batch as a run feeds them; `widths()` is the histogram.

@@ -87,11 +87,8 @@ GpuStep widths_step(const Request& r, int64_t micro_batch, const model::PaddedWi
   g.worst_memory = m;
   const double activations = std::max(0.0, m.peak_allocated_bytes - costs.static_bytes());
   // The run's own widths say how often its micro-batches had the largest.
-  double at_largest_count = 0;
-  for (const model::PaddedWidth& w : widths)
-    if (w.width_tokens == largest) at_largest_count += static_cast<double>(w.micro_batches);
   set_worst_micro_batch_memory(at_largest.model().c, r.workload, r.workload.stack.allocator, m, activations,
-                               {widths.size() > 1, at_largest_count / count}, s);
+                               {widths.size() > 1, model::largest_width_share(widths)}, s);
   return g;
 }
 

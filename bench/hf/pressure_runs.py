@@ -105,7 +105,7 @@ def predict(lorasim):
         s = next(x for x in j["splits"] if x["micro_batch"] == b)
         out[name] = {k: s[k] for k in ("peak_allocated_bytes", "activation_bytes", "peak_reserved_bytes",
                                        "worst_reserved_bytes", "needed_bytes", "worst_width_reach")}
-        # what `fits` asks, as a share of the activations (--shares need)
+        # what `fits` asks, as a share of the activations (the cap a run at `needs` takes)
         out[name]["need_share"] = (s["needed_bytes"] - s["peak_allocated_bytes"]) / s["activation_bytes"]
         out[name]["command"] = " ".join(cmd)
     return out

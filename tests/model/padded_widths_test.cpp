@@ -31,6 +31,7 @@ TEST(PaddedWidthsTest, ParsesAscendingPairsAndFormatsThemBack) {
   EXPECT_EQ(model::format_padded_widths(w), "512:3;1024:13");
   EXPECT_EQ(model::micro_batch_count(w), 16);
   EXPECT_EQ(model::largest_width_tokens(w), 1024);
+  EXPECT_DOUBLE_EQ(model::largest_width_share(w), 13.0 / 16);
   EXPECT_DOUBLE_EQ(model::mean_width_tokens(w), (512.0 * 3 + 1024.0 * 13) / 16);
   EXPECT_EQ(model::format_padded_widths(model::parse_padded_widths("7:1")), "7:1");
 }
